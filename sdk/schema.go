@@ -1,0 +1,170 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+)
+
+// reflector turns Go types into inline draft 2020-12 schemas. Definitions are
+// expanded in place (no $defs/$ref) because several LLM APIs reject or ignore
+// references, and struct schemas close additionalProperties so a model's
+// invented fields are rejected by the host before the handler runs.
+var reflector = &jsonschema.Reflector{
+	DoNotReference: true,
+	ExpandedStruct: true,
+	Anonymous:      true,
+}
+
+// schemaFor returns the JSON Schema of T. The $schema keyword is dropped: the
+// host compiles every tool schema as draft 2020-12 anyway.
+func schemaFor[T any]() (json.RawMessage, error) {
+	t := reflect.TypeFor[T]()
+	s := reflector.ReflectFromType(t)
+	s.Version = ""
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", t, err)
+	}
+	return b, nil
+}
+
+// outputSchemaFor is the schema of a result type T, made true to what
+// encoding/json writes: a nil slice, map or pointer encodes as null, so a
+// value of such a type (a field without omitempty, an element, a list that
+// is the whole result) may be null, and its type says so ("type": ["array",
+// "null"]). Without this a handler returning a nil slice broke its own
+// output schema, and MCP clients, which check structuredContent against
+// it, refused the result.
+func outputSchemaFor[T any]() (json.RawMessage, error) {
+	raw, err := schemaFor[T]()
+	if err != nil {
+		return nil, err
+	}
+	t := reflect.TypeFor[T]()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", t, err)
+	}
+	changed := false
+	if t.Kind() == reflect.Slice {
+		// A nil list of hits is a normal answer. A result that is a map or
+		// a struct pointer stays "object": MCP wants an object schema there,
+		// and a handler answering a nil one is better told it broke it.
+		changed = addNull(m)
+	}
+	if !allowNull(m, t, 0) && !changed {
+		return raw, nil // keep the reflector's key order
+	}
+	return json.Marshal(m)
+}
+
+// nullable reports whether encoding/json may write a value of t as null.
+func nullable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
+		return true
+	}
+	return false
+}
+
+// addNull lets a schema with one type also be null, and reports whether it
+// changed s.
+func addNull(s map[string]any) bool {
+	if t, ok := s["type"].(string); ok && t != "null" {
+		s["type"] = []any{t, "null"}
+		return true
+	}
+	return false
+}
+
+// allowNull walks schema s of type t and marks every nested value that may
+// encode as null. The reflector inlines every type, so the schema's shape
+// follows the Go type's; depth guards recursive types. It reports whether
+// it changed anything.
+func allowNull(s map[string]any, t reflect.Type, depth int) (changed bool) {
+	if depth > 32 {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	sub := func(key string) (map[string]any, bool) {
+		m, ok := s[key].(map[string]any)
+		return m, ok
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		props, ok := sub("properties")
+		if !ok {
+			return false
+		}
+		for _, f := range jsonFields(t) {
+			ps, ok := props[f.name].(map[string]any)
+			if !ok {
+				continue
+			}
+			if nullable(f.typ) && !f.omitempty && addNull(ps) {
+				changed = true
+			}
+			if allowNull(ps, f.typ, depth+1) {
+				changed = true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if items, ok := sub("items"); ok {
+			changed = nullable(t.Elem()) && addNull(items)
+			changed = allowNull(items, t.Elem(), depth+1) || changed
+		}
+	case reflect.Map:
+		if vals, ok := sub("additionalProperties"); ok {
+			changed = nullable(t.Elem()) && addNull(vals)
+			changed = allowNull(vals, t.Elem(), depth+1) || changed
+		}
+	}
+	return changed
+}
+
+type jsonField struct {
+	name      string
+	typ       reflect.Type
+	omitempty bool
+}
+
+// jsonFields lists the fields encoding/json writes for struct t, with the
+// fields of untagged embedded structs promoted, as the reflector (with
+// Anonymous and ExpandedStruct) lays them out.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonFields(ft)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		o := strings.Split(opts, ",")
+		out = append(out, jsonField{name: name, typ: f.Type, omitempty: slices.Contains(o, "omitempty") || slices.Contains(o, "omitzero")})
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillhost/skillhost/sdk"
+	"github.com/skillhost/skillhost/sdk/skilltest"
+)
+
+type addIn struct {
+	A    float64 `json:"a" jsonschema:"description=first addend"`
+	B    float64 `json:"b" jsonschema:"description=second addend"`
+	Mode string  `json:"mode,omitempty" jsonschema:"enum=exact,enum=round"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum"`
+}
+
+func testSkill() *sdk.Skill {
+	s := sdk.New("adder", "1.0.0", "Adds numbers.")
+	s.Tags = []string{"math"}
+	sdk.Tool(s, "add", "Add two numbers.", func(ctx context.Context, in addIn) (addOut, error) {
+		return addOut{Sum: in.A + in.B}, nil
+	}, sdk.ReadOnly(), sdk.WithTags("arith"))
+	sdk.Tool(s, "fail", "Always refuses.", func(ctx context.Context, in struct{}) (addOut, error) {
+		return addOut{}, sdk.Retryable("busy", "try %s", "later")
+	})
+	sdk.Tool(s, "boom", "Panics.", func(ctx context.Context, in struct{}) (addOut, error) {
+		panic("kaboom")
+	})
+	sdk.Tool(s, "wait", "Waits for cancellation.", func(ctx context.Context, in struct{}) (addOut, error) {
+		<-ctx.Done()
+		return addOut{}, ctx.Err()
+	})
+	return s
+}
+
+func TestDescribeSchemas(t *testing.T) {
+	c := skilltest.Start(t, testSkill())
+	d, err := c.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "adder" || d.Version != "1.0.0" || len(d.Tools) != 4 {
+		t.Fatalf("describe = %v", d)
+	}
+	add := d.Tools[0]
+	if !add.Annotations.ReadOnly || !add.Annotations.Idempotent || add.Tags[0] != "arith" {
+		t.Errorf("annotations/tags not carried: %v", add)
+	}
+	var schema struct {
+		Type                 string                     `json:"type"`
+		Required             []string                   `json:"required"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(add.InputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || strings.Join(schema.Required, ",") != "a,b" {
+		t.Errorf("input schema = %s", add.InputSchema)
+	}
+	if schema.AdditionalProperties == nil || *schema.AdditionalProperties {
+		t.Errorf("struct schema must close additionalProperties: %s", add.InputSchema)
+	}
+	if !strings.Contains(string(schema.Properties["a"]), "first addend") || !strings.Contains(string(schema.Properties["mode"]), `"enum":["exact","round"]`) {
+		t.Errorf("descriptions/enums missing: %s", add.InputSchema)
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	c := skilltest.Start(t, testSkill())
+	ctx := context.Background()
+	res, err := c.Call(ctx, "add", map[string]any{"a": 2, "b": 40})
+	if err != nil || string(res) != `{"sum":42}` {
+		t.Fatalf("add = %s, %v", res, err)
+	}
+	_, err = c.Call(ctx, "fail", map[string]any{})
+	var te *skilltest.ToolError
+	if !errors.As(err, &te) || te.Code != "busy" || !te.Retryable || te.Message != "try later" {
+		t.Fatalf("fail = %v", err)
+	}
+	_, err = c.Call(ctx, "boom", map[string]any{})
+	if !errors.As(err, &te) || te.Code != "panic" || !strings.Contains(te.Message, "kaboom") {
+		t.Fatalf("boom = %v", err)
+	}
+	// The skill keeps serving after a panic.
+	if _, err := c.Call(ctx, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatalf("after panic: %v", err)
+	}
+}
+
+func TestDeadlineReachesHandler(t *testing.T) {
+	c := skilltest.Start(t, testSkill())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Call(ctx, "wait", map[string]any{})
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("wait = %v after %v", err, time.Since(start))
+	}
+}
+
+func TestManifestSkeleton(t *testing.T) {
+	m := testSkill().Manifest("adder")
+	if m.ManifestVersion != 1 || m.Entrypoint != "adder" || strings.Join(m.Tools, ",") != "add,boom,fail,wait" {
+		t.Fatalf("skeleton = %+v", m)
+	}
+}

@@ -1,0 +1,77 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// Logger returns a logger whose lines reach the host: go-plugin parses the
+// JSON lines a skill writes to stderr and re-logs them under the host's
+// skill@version logger. Every line carries the skill's pid.
+func Logger() hclog.Logger { return logger }
+
+var logger = hclog.New(&hclog.LoggerOptions{
+	Level:      hclog.Debug,
+	Output:     os.Stderr,
+	JSONFormat: true,
+}).With("pid", os.Getpid())
+
+// Serve runs the skill until the host closes it. Call it from main.
+//
+// Arguments: --manifest prints the manifest skeleton as JSON and exits; with
+// no arguments the process expects to have been started by skillhost (or
+// another go-plugin host) and serves. Serve does not return.
+func (s *Skill) Serve() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "--manifest", "-manifest", "manifest":
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(s.Manifest(filepath.Base(os.Args[0]))); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		default:
+			fmt.Fprintf(os.Stderr, "%s %s: a skillhost skill.\nusage: %s [--manifest]\nWithout arguments it must be started by skillhost.\n",
+				s.Name, s.Version, filepath.Base(os.Args[0]))
+			if a := os.Args[1]; a == "-h" || a == "--help" || a == "help" {
+				os.Exit(0)
+			}
+			os.Exit(2)
+		}
+	}
+	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+		fmt.Fprintf(os.Stderr, "%s %s is a skillhost skill: install it under skills/%s/%s/ and the host will start it (run with --manifest to print its manifest)\n",
+			s.Name, s.Version, s.Name, s.Version)
+		os.Exit(2)
+	}
+	handleTermination()
+	go exitWithParent(os.Getppid())
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         PluginSet(s.Server(logger)),
+		GRPCServer:      GRPCServerFactory,
+		Logger:          logger,
+	})
+	os.Exit(0)
+}
+
+// exitWithParent ends the process (and its process group) when it is
+// re-parented, which is how a child learns that its host died even from
+// SIGKILL. The host also sets a parent-death signal on Linux; this covers
+// other systems and hosts that do not.
+func exitWithParent(ppid int) {
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != ppid {
+			logger.Warn("host went away; exiting")
+			exitGroup(3)
+		}
+	}
+}

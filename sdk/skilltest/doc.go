@@ -1,0 +1,10 @@
+// Package skilltest runs a skill in a test, two ways.
+//
+// [Start] serves a *sdk.Skill inside the test process, over real gRPC through
+// go-plugin's test mode, so a unit test exercises exactly the encoding,
+// schema and error paths the host will see, with no build step.
+//
+// [Exec] launches a built skill binary as a real subprocess through
+// go-plugin, the way skillhost does, for tests of the handshake, stdout
+// hygiene and process lifetime. [Build] compiles a main package for it.
+package skilltest
