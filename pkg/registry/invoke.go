@@ -1,0 +1,340 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	fastjson "github.com/segmentio/encoding/json"
+)
+
+// Result is the answer of one successful call.
+type Result struct {
+	Result   json.RawMessage `json:"result"`
+	Skill    string          `json:"skill"`
+	Version  string          `json:"version"`
+	Tool     string          `json:"tool"`
+	Duration time.Duration   `json:"-"`
+}
+
+// maxLeaseRetries bounds how often one call follows a swap. Each retry
+// happens only after a new snapshot was published, so this is a guard
+// against a skill flapping faster than calls can land, not a timing knob.
+const maxLeaseRetries = 8
+
+// Invoke calls the tool name ("skill.tool" or "skill__tool") with args, a
+// JSON object. It validates args against the tool's input schema, applies
+// the skill's limits, takes a lease on the serving instance and checks the
+// result. During a hot swap a call whose lease is refused by the draining
+// instance is retried on the new snapshot, so swaps lose no calls. Every
+// error is an *Error.
+func (r *Registry) Invoke(ctx context.Context, name string, args []byte) (*Result, error) {
+	start := time.Now()
+	res, err := r.invoke(ctx, name, args, start)
+	if r.cfg.OnCall != nil {
+		tool := name
+		if res != nil {
+			tool = res.Tool
+		}
+		r.cfg.OnCall(tool, CodeOf(err), time.Since(start))
+	}
+	return res, err
+}
+
+func (r *Registry) invoke(ctx context.Context, name string, args []byte, start time.Time) (*Result, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	var validated *jsonschema.Schema // the schema args last passed; a swap may bring another
+	for attempt := 0; ; attempt++ {
+		changed := r.Changed() // before the snapshot, so a publication in between closes it
+		snap := r.cur.Load()
+		t, err := snap.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		sk := t.skill
+		if !sk.available.Load() {
+			return nil, Errorf(CodeSkillUnavailable, "skill %s@%s is restarting after a crash; retry shortly", sk.name, sk.version).
+				With("tool", t.Name).With("version", sk.version)
+		}
+		if int64(len(args)) > sk.limits.MaxRequestBytes {
+			return nil, Errorf(CodeRequestTooLarge, "arguments of %s are %d bytes, over the skill's limit of %d", t.Name, len(args), sk.limits.MaxRequestBytes).
+				With("limit", sk.limits.MaxRequestBytes)
+		}
+		if validated != t.schema {
+			if err := validateArgs(t, args); err != nil {
+				return nil, err
+			}
+			validated = t.schema
+		}
+		if !sk.inflight.tryAdd(sk.limits.MaxConcurrency) {
+			return nil, Errorf(CodeOverloaded, "skill %s is at its limit of %d concurrent calls", sk.name, sk.limits.MaxConcurrency).
+				With("limit", sk.limits.MaxConcurrency)
+		}
+		if !sk.backend.Acquire() {
+			sk.inflight.n.Add(-1)
+			// The instance is draining: the loader has published (or is about
+			// to publish) its successor. Wait for that snapshot and retry.
+			if attempt >= maxLeaseRetries {
+				return nil, Errorf(CodeSkillUnavailable, "skill %s@%s is being replaced; retry", sk.name, sk.version).With("tool", t.Name)
+			}
+			if r.cur.Load() == snap {
+				select {
+				case <-changed:
+				case <-ctx.Done():
+					return nil, ctxError(ctx, t.Name)
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		res, err := r.call(ctx, t, args)
+		sk.backend.Release()
+		sk.inflight.n.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Result: res, Skill: sk.name, Version: sk.version, Tool: t.Name, Duration: time.Since(start)}, nil
+	}
+}
+
+func (r *Registry) call(ctx context.Context, t *Tool, args []byte) ([]byte, error) {
+	sk := t.skill
+	cctx := ctx
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > sk.limits.Timeout {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, sk.limits.Timeout)
+		defer cancel()
+	}
+	res, err := sk.backend.Invoke(cctx, t.local, args, sk.limits.MaxResponseBytes)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx, t.Name)
+		}
+		timedOut := cctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
+		if timedOut && CodeOf(err) != CodeSkillUnavailable {
+			if cctx == ctx { // the caller's own, earlier deadline
+				return nil, Errorf(CodeTimeout, "%s: the caller's deadline passed", t.Name)
+			}
+			return nil, Errorf(CodeTimeout, "%s did not answer within the skill's timeout of %s", t.Name, sk.limits.Timeout).
+				With("timeout_ms", sk.limits.Timeout.Milliseconds())
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			if e.Code == CodeSkillCrashed && t.Annotations.Idempotent {
+				// Safe to repeat: the skill restarts and the call can be retried.
+				e.Retryable = true
+			}
+			return nil, e
+		}
+		return nil, Errorf(CodeInternal, "%s: %v", t.Name, err)
+	}
+	if int64(len(res)) > sk.limits.MaxResponseBytes {
+		return nil, Errorf(CodeResponseTooLarge, "%s returned %d bytes, over the skill's limit of %d", t.Name, len(res), sk.limits.MaxResponseBytes).
+			With("limit", sk.limits.MaxResponseBytes)
+	}
+	if t.outSchema != nil {
+		// A declared output schema is a promise that MCP clients check
+		// (structuredContent must conform): a result that breaks it is the
+		// skill's fault, said here rather than as a client's puzzle.
+		if err := validateResult(t, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	// The result is passed on as raw bytes into every answer, so it must be
+	// valid JSON; segmentio's validator is ~50x faster than encoding/json's
+	// on a 64 KiB result, which made this check half the cost of a call.
+	if !fastjson.Valid(res) {
+		return nil, Errorf(CodeInvalidResponse, "%s returned a result that is not valid JSON", t.Name)
+	}
+	return res, nil
+}
+
+func ctxError(ctx context.Context, tool string) *Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Errorf(CodeTimeout, "%s: the caller's deadline passed", tool)
+	}
+	return Errorf(CodeCanceled, "%s: the caller canceled the call", tool)
+}
+
+// ArgumentProblem is one reason a value fails a schema (the arguments of a
+// call, or a result), located by JSON pointer into that value.
+type ArgumentProblem struct {
+	Pointer string `json:"pointer"`
+	Reason  string `json:"reason"`
+}
+
+// ValidateArguments checks args against the input schema of tool without
+// calling it (the agent loop uses it to answer a model's bad call).
+func (s *Snapshot) ValidateArguments(name string, args []byte) error {
+	t, err := s.Lookup(name)
+	if err != nil {
+		return err
+	}
+	return validateArgs(t, args)
+}
+
+func validateArgs(t *Tool, args []byte) (err error) {
+	// jsonschema v5 panics on some inputs (an "integer" check of 1e1000010
+	// dereferences a nil big.Rat); arguments are untrusted, so a panic is
+	// their problem, never the host's.
+	defer func() {
+		if p := recover(); p != nil {
+			err = Errorf(CodeInvalidArguments, "arguments of %s could not be checked against its input schema (%v); a number out of range?", t.Name, p)
+		}
+	}()
+	if t.fast != nil && len(args) > 0 && args[0] == '{' && t.fast.validBytes(args) {
+		return nil
+	}
+	v, err := decodeJSON(args)
+	if err != nil {
+		return Errorf(CodeInvalidArguments, "arguments of %s are not valid JSON: %v", t.Name, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return Errorf(CodeInvalidArguments, "arguments of %s must be a JSON object", t.Name)
+	}
+	problems, err := schemaProblems(t.schema, t.fast, v)
+	if err != nil {
+		return Errorf(CodeInvalidArguments, "arguments of %s: %v", t.Name, err)
+	}
+	if problems == nil {
+		return nil
+	}
+	return Errorf(CodeInvalidArguments, "arguments of %s do not match its input schema: %s", t.Name, describeProblems(problems, "(the arguments object)")).
+		With("problems", problems)
+}
+
+// validateResult checks a result against the tool's output schema. The
+// result comes from the skill, so a panic in the validator is the skill's
+// fault too.
+func validateResult(t *Tool, res []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Errorf(CodeInvalidResponse, "the result of %s could not be checked against its output schema (%v)", t.Name, p)
+		}
+	}()
+	if t.outFast != nil && t.outFast.validBytes(res) {
+		return nil
+	}
+	v, err := decodeJSON(res)
+	if err != nil {
+		return Errorf(CodeInvalidResponse, "%s returned a result that is not valid JSON: %v", t.Name, err)
+	}
+	problems, err := schemaProblems(t.outSchema, t.outFast, v)
+	if err != nil {
+		return Errorf(CodeInvalidResponse, "the result of %s: %v", t.Name, err)
+	}
+	if problems == nil {
+		return nil
+	}
+	return Errorf(CodeInvalidResponse, "%s returned a result that does not match its output schema: %s", t.Name, describeProblems(problems, "(the result)")).
+		With("problems", problems)
+}
+
+// schemaProblems checks a decoded value against a compiled schema, asking
+// the fast validator first. It returns no problems when v is valid, and an
+// error only when the validator fails in a way that is not a verdict.
+func schemaProblems(s *jsonschema.Schema, fast *fastSchema, v any) ([]ArgumentProblem, error) {
+	if fast != nil && fast.valid(v) {
+		return nil, nil
+	}
+	err := s.Validate(v)
+	if err == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, err
+	}
+	return leafProblems(ve), nil
+}
+
+// describeProblems words problems for a message; root names the value
+// whose pointer is empty.
+func describeProblems(problems []ArgumentProblem, root string) string {
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		ptr := p.Pointer
+		if ptr == "" {
+			ptr = root
+		}
+		msgs[i] = ptr + ": " + p.Reason
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// leafProblems flattens a validation error to its leaves, where the reasons
+// a person can act on are.
+func leafProblems(ve *jsonschema.ValidationError) []ArgumentProblem {
+	var out []ArgumentProblem
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, ArgumentProblem{Pointer: e.InstanceLocation, Reason: e.Message})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(out) > 20 {
+		out = append(out[:20], ArgumentProblem{Reason: fmt.Sprintf("and %d more problems", len(out)-20)})
+	}
+	return out
+}
+
+// maxArgDepth refuses deeply nested arguments before they reach the schema
+// validator, whose recursion follows the document.
+const maxArgDepth = 64
+
+// decodeJSON decodes arguments for the schema validator, numbers as
+// json.Number so that large integers keep their precision.
+func decodeJSON(b []byte) (any, error) {
+	if err := checkDepth(b, maxArgDepth); err != nil {
+		return nil, err
+	}
+	var v any
+	rest, err := fastjson.Parse(b, &v, fastjson.UseNumber)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// checkDepth rejects JSON nested deeper than max, scanning bytes only.
+func checkDepth(b []byte, max int) error {
+	depth, inStr, esc := 0, false, false
+	for _, c := range b {
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				return fmt.Errorf("nested deeper than %d levels", max)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}

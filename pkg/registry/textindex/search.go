@@ -1,0 +1,228 @@
+package textindex
+
+import (
+	"math"
+	"slices"
+	"sync"
+)
+
+// Query is one prefilter request.
+type Query struct {
+	Text   string
+	Limit  int                   // <=0 means DefaultLimit
+	Accept func(key string) bool // nil accepts all; called only for candidates that would make the cut
+}
+
+// Hit is one scored document.
+type Hit struct {
+	Key   string
+	Score float64
+}
+
+// DefaultLimit is the number of hits Search returns when Query.Limit <= 0.
+const DefaultLimit = 5
+
+// scoring holds the ranking parameters. They were tuned on BFCL; see
+// TUNING.md for what each one bought.
+type scoring struct {
+	weight [numFields]float64 // BM25F field weights
+	b      [numFields]float64 // per-field length normalisation
+	k1     float64
+	pairs  bool // match adjacent query-term pairs against name-word pairs
+	// cover multiplies a score by 1+cover*c, c being the share of the
+	// document's name words that the query contains.
+	cover float64
+}
+
+var defaultScoring = scoring{
+	//        name desc tags skill pname pdesc pair
+	weight: [numFields]float64{6, 2, 2, 0.5, 1.5, 1, 1},
+	b:      [numFields]float64{0.25, 0.9, 0.75, 0.75, 0.75, 0.25, 0.75},
+	k1:     1.6,
+	pairs:  true,
+	cover:  0.3,
+}
+
+// cfg is the scoring in force; tests swap it while tuning.
+var cfg = defaultScoring
+
+// accum is a dense score accumulator reused across searches.
+type accum struct {
+	score   []float64
+	named   []uint16 // name-word occurrences that match a query term
+	touched []int32
+}
+
+var accumPool = sync.Pool{New: func() any { return new(accum) }}
+
+// queryTerm is one distinct term of a query with its weight.
+type queryTerm struct {
+	term string
+	qtf  float64
+}
+
+// Search returns the best-scoring documents for q, best first; equal scores
+// are ordered by Key. A query with no index terms returns no hits.
+func (ix *Index) Search(q Query) []Hit {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	qts := queryTerms(q.Text)
+	if len(qts) == 0 || ix.n == 0 {
+		return nil
+	}
+
+	sc := &cfg
+	n := float64(ix.n)
+	var norm [numFields]float64 // b/avglen per field
+	for f := range numFields {
+		if ix.totalLen[f] > 0 {
+			norm[f] = sc.b[f] * n / ix.totalLen[f]
+		}
+	}
+
+	acc := accumPool.Get().(*accum)
+	if len(acc.score) < len(ix.docs) {
+		acc.score = make([]float64, len(ix.docs))
+		acc.named = make([]uint16, len(ix.docs))
+	}
+	named := acc.named
+	score := acc.score
+	touched := acc.touched[:0]
+	k1 := sc.k1
+
+	for _, qt := range qts {
+		ps := ix.terms[qt.term]
+		if len(ps) == 0 {
+			continue
+		}
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		w := idf * qt.qtf * (k1 + 1)
+		for i := range ps {
+			p := &ps[i]
+			d := ix.docs[p.doc]
+			var tfw float64
+			for f := range numFields {
+				if tf := p.tf[f]; tf != 0 {
+					tfw += sc.weight[f] * float64(tf) / (1 - sc.b[f] + norm[f]*float64(d.lens[f]))
+				}
+			}
+			if tfw == 0 {
+				continue
+			}
+			if score[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			score[p.doc] += w * tfw / (tfw + k1)
+			if p.tf[fName] != 0 {
+				named[p.doc] += p.tf[fName]
+			}
+		}
+	}
+
+	if sc.cover != 0 {
+		for _, d := range touched {
+			if nl := ix.docs[d].lens[fName]; nl > 0 && named[d] > 0 {
+				score[d] *= 1 + sc.cover*min(1, float64(named[d])/float64(nl))
+			}
+		}
+	}
+	hits := topK(ix, score, touched, limit, q.Accept)
+	for _, d := range touched {
+		score[d] = 0
+		named[d] = 0
+	}
+	acc.touched = touched
+	accumPool.Put(acc)
+	return hits
+}
+
+// queryTerms analyses query text into distinct weighted terms.
+func queryTerms(text string) []queryTerm {
+	var qts []queryTerm
+	var prev string
+	add := func(t string) {
+		for i := range qts {
+			if qts[i].term == t {
+				qts[i].qtf++
+				return
+			}
+		}
+		qts = append(qts, queryTerm{term: t, qtf: 1})
+	}
+	forEachTerm(text, func(t string) {
+		add(t)
+		if cfg.pairs && prev != "" {
+			add(prev + " " + t)
+		}
+		prev = t
+	})
+	return qts
+}
+
+// better reports whether hit a ranks before hit b.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Key < b.Key
+}
+
+// topK selects the limit best accepted documents among the touched ones.
+// Accept is called only for a candidate that would enter the current top
+// list, so a selective filter costs few calls.
+func topK(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+	if limit > maxInsertionLimit {
+		return topKSort(ix, score, touched, limit, accept)
+	}
+	hits := make([]Hit, 0, min(limit, len(touched)))
+	for _, d := range touched {
+		h := Hit{Key: ix.docs[d].key, Score: score[d]}
+		if len(hits) == limit && !better(h, hits[len(hits)-1]) {
+			continue
+		}
+		if accept != nil && !accept(h.Key) {
+			continue
+		}
+		// Insertion into a short sorted list: limit is a handful.
+		if len(hits) < limit {
+			hits = append(hits, h)
+		} else {
+			hits[len(hits)-1] = h
+		}
+		for i := len(hits) - 1; i > 0 && better(hits[i], hits[i-1]); i-- {
+			hits[i], hits[i-1] = hits[i-1], hits[i]
+		}
+	}
+	return hits
+}
+
+// maxInsertionLimit is the largest limit topK serves with insertion into a
+// sorted list; past it, sorting all candidates is cheaper.
+const maxInsertionLimit = 64
+
+// topKSort is topK for large limits: it filters, sorts and truncates.
+func topKSort(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+	hits := make([]Hit, 0, len(touched))
+	for _, d := range touched {
+		key := ix.docs[d].key
+		if accept == nil || accept(key) {
+			hits = append(hits, Hit{Key: key, Score: score[d]})
+		}
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
+		}
+		return 0
+	})
+	if len(hits) > limit {
+		hits = hits[:limit:limit]
+	}
+	return hits
+}
