@@ -1,0 +1,109 @@
+// Package events is the daemon's in-process fan-out of lifecycle and
+// registry changes to its watchers: the SSE stream, the console and the
+// metrics. Publishing never blocks: a subscriber that falls behind loses
+// events and is told so (Lagged), and is expected to refetch the state,
+// because a slow browser tab must never stall a hot swap.
+package events
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event is one change. Type is "lifecycle" (a skill version changed state)
+// or "registry" (the tool set changed).
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Type    string    `json:"type"`
+	Skill   string    `json:"skill,omitempty"`
+	Version string    `json:"version,omitempty"`
+	State   string    `json:"state,omitempty"`
+	From    string    `json:"from,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Tools   int       `json:"tools,omitempty"`
+	DurMS   float64   `json:"duration_ms,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// Bus fans events out to subscribers and keeps the most recent ones for
+// late joiners (the console's timeline).
+type Bus struct {
+	seq atomic.Uint64
+
+	mu     sync.Mutex // guards subs and recent
+	subs   map[*Subscription]struct{}
+	recent []Event
+	keep   int
+}
+
+// New returns a bus that remembers the last keep events.
+func New(keep int) *Bus {
+	return &Bus{subs: map[*Subscription]struct{}{}, keep: keep}
+}
+
+// Subscription receives events on C until Close.
+type Subscription struct {
+	C      <-chan Event
+	c      chan Event
+	bus    *Bus
+	lagged atomic.Bool
+	once   sync.Once
+}
+
+// Lagged reports (and clears) whether events were dropped because the
+// subscriber was slow.
+func (s *Subscription) Lagged() bool { return s.lagged.Swap(false) }
+
+// Close ends the subscription and closes C. Safe to call twice.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.bus.mu.Lock()
+		delete(s.bus.subs, s)
+		s.bus.mu.Unlock()
+		close(s.c)
+	})
+}
+
+// Subscribe returns a subscription with room for buf pending events.
+func (b *Bus) Subscribe(buf int) *Subscription {
+	c := make(chan Event, buf)
+	s := &Subscription{C: c, c: c, bus: b}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Publish stamps e with a sequence number (and a time if it has none) and
+// hands it to every subscriber that has room.
+func (b *Bus) Publish(e Event) {
+	e.Seq = b.seq.Add(1)
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keep > 0 {
+		if len(b.recent) >= b.keep {
+			copy(b.recent, b.recent[1:])
+			b.recent = b.recent[:b.keep-1]
+		}
+		b.recent = append(b.recent, e)
+	}
+	for s := range b.subs {
+		select {
+		case s.c <- e:
+		default:
+			s.lagged.Store(true)
+		}
+	}
+}
+
+// Recent returns the remembered events, oldest first.
+func (b *Bus) Recent() []Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Event(nil), b.recent...)
+}

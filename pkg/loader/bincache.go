@@ -1,0 +1,148 @@
+package loader
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// binCache holds the verified private copies that skill processes run,
+// one per entrypoint content (sha256). Instances of the same content (a
+// restart after a crash, one binary serving several skills) share a copy,
+// so it is read, hashed and written once, and its pages are shared in
+// memory. A copy is removed when its last instance stops.
+type binCache struct {
+	dir string
+	gid int // the skill user's group, or -1
+
+	mu      sync.Mutex // guards entries
+	entries map[string]*binEntry
+}
+
+type binEntry struct {
+	path  string
+	refs  int
+	ready chan struct{} // closed once the copy is verified (or failed)
+	err   error
+}
+
+// newBinCache keeps copies under dir. With gid >= 0 (skills run as another
+// user) each copy and its folder belong to that group, readable and
+// executable by it alone.
+func newBinCache(dir string, gid int) *binCache {
+	return &binCache{dir: dir, gid: gid, entries: map[string]*binEntry{}}
+}
+
+// acquire returns the path of a verified copy of src, whose sha256 must be
+// want, and a release func. The first caller for a content copies; callers
+// that arrive meanwhile wait for it.
+func (c *binCache) acquire(src, want string) (string, func(), error) {
+	c.mu.Lock()
+	e, ok := c.entries[want]
+	if !ok {
+		e = &binEntry{ready: make(chan struct{})}
+		c.entries[want] = e
+	}
+	e.refs++
+	c.mu.Unlock()
+	if !ok {
+		e.path, e.err = c.copy(src, want)
+		close(e.ready)
+	}
+	<-e.ready
+	var once sync.Once
+	release := func() { once.Do(func() { c.release(want, e) }) }
+	if e.err != nil {
+		release()
+		return "", nil, e.err
+	}
+	return e.path, release, nil
+}
+
+// release drops one reference to e; the last one removes the copy.
+func (c *binCache) release(want string, e *binEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs == 0 {
+		delete(c.entries, want)
+		if e.path != "" {
+			os.RemoveAll(filepath.Dir(e.path))
+		}
+	}
+}
+
+func (c *binCache) copy(src, want string) (string, error) {
+	mode := os.FileMode(0o700)
+	if c.gid >= 0 {
+		mode = 0o711
+	}
+	if err := os.MkdirAll(c.dir, mode); err != nil {
+		return "", fmt.Errorf("create run folder: %w", err)
+	}
+	dir, err := os.MkdirTemp(c.dir, want[:min(16, len(want))]+".")
+	if err != nil {
+		return "", fmt.Errorf("create run folder: %w", err)
+	}
+	dst := filepath.Join(dir, filepath.Base(src))
+	if err := copyVerified(src, dst, want); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	if c.gid >= 0 {
+		if err := shareWithGroup(dir, dst, c.gid); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("open the copy to the skill user's group: %w", err)
+		}
+	}
+	return dst, nil
+}
+
+// copyVerified copies src to dst while hashing it and fails with
+// errIncomplete unless the copy's sha256 equals want. What runs is the copy,
+// so what was verified is what runs.
+func copyVerified(src, dst, want string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("open entrypoint: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o500)
+	if err != nil {
+		return fmt.Errorf("copy entrypoint: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copy entrypoint: %w", err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("%w: manifest %s…, file %s…", errIncomplete, want[:min(12, len(want))], got[:12])
+	}
+	return nil
+}
+
+// shareWithGroup gives the copy and its folder to group gid: the folder
+// searchable (0750) and the binary executable (0550) by that group, and
+// nothing for anyone else.
+func shareWithGroup(dir, bin string, gid int) error {
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o750}, {bin, 0o550}} {
+		if err := os.Chown(p.path, -1, gid); err != nil {
+			return err
+		}
+		if err := os.Chmod(p.path, p.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,424 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+// Config configures a Loader. Zero durations take the documented defaults.
+type Config struct {
+	Skills   string             // the watched tree; required
+	Registry *registry.Registry // required
+	Logger   hclog.Logger
+
+	// RunDir holds the private copies of running entrypoints. Default: a
+	// new folder under os.TempDir, removed on Close.
+	RunDir string
+	// Grace is how long a replaced or stopping version may finish its
+	// in-flight calls. Default 30 s.
+	Grace time.Duration
+	// StartTimeout bounds the handshake and the Describe call. Default 10 s.
+	StartTimeout time.Duration
+	// MaxParallelStarts bounds concurrent launches. Default 8.
+	MaxParallelStarts int
+	// StrictModes refuses world-writable or foreign-owned skill files.
+	StrictModes bool
+	// SkillUser, when set, is the account every skill runs as (with no
+	// supplementary groups). It needs a host running as root; the run
+	// folder is then opened to the user's group, and each version folder
+	// (the skill's working directory) must be searchable by the user.
+	// Default: skills run as the host's user.
+	SkillUser *SkillUser
+	// MaxDescribeBytes caps a skill's Describe answer. Default 16 MiB.
+	MaxDescribeBytes int
+
+	// Watch follows the tree with fsnotify after Start.
+	Watch bool
+	// Debounce is the quiet period that merges bursts of file events.
+	// Default 300 ms.
+	Debounce time.Duration
+	// Resync is the period of the full rescan that backs up fsnotify.
+	// Default 30 s.
+	Resync time.Duration
+
+	// RestartBackoff is the first delay before restarting a crashed skill,
+	// doubling up to RestartBackoffMax; it resets after RestartResetAfter
+	// of uptime. Defaults 250 ms, 30 s, 60 s.
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+	RestartResetAfter time.Duration
+
+	// State persists operator decisions (disable, pin). May be nil.
+	State *StateStore
+
+	// OnEvent receives every lifecycle event. It must not block.
+	OnEvent func(Event)
+	// OnSwap receives the duration of each registry swap, for metrics.
+	OnSwap func(time.Duration)
+	// OnScan receives every scan's tree, for metrics. It must not block.
+	OnScan func(*manifest.Tree, error)
+}
+
+// Loader runs the skills of one tree.
+type Loader struct {
+	cfg       Config
+	reg       *registry.Registry
+	log       hclog.Logger
+	ownRunDir bool
+	hashes    *manifest.HashCache
+	launchSem chan struct{}
+	bins      *binCache
+
+	ctx        context.Context // canceled by Close: supervisors and the watcher stop
+	cancel     context.CancelFunc
+	hardStop   context.Context // canceled when Close's ctx ends: drains are cut short
+	hardCancel context.CancelFunc
+	wg         sync.WaitGroup
+
+	scanMu sync.Mutex // serializes scans so dispatches arrive in order
+
+	supMu        sync.Mutex // guards sups and treeProblems
+	sups         map[string]*supervisor
+	treeProblems manifest.Problems
+
+	ready     atomic.Bool
+	closeOnce sync.Once
+}
+
+const (
+	runDirPrefix = "skillhost-run-"
+	ownerFile    = "owner.pid"
+)
+
+// removeStaleRunDirs deletes the temporary run folders of hosts that died
+// without cleaning up (SIGKILL), found by the pid each one records.
+func removeStaleRunDirs(tmp string) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, runDirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not ours, or still being set up
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// New checks cfg and returns a loader that has not started anything yet.
+func New(cfg Config) (*Loader, error) {
+	if cfg.Skills == "" {
+		return nil, errors.New("loader: Config.Skills is required")
+	}
+	if cfg.Registry == nil {
+		return nil, errors.New("loader: Config.Registry is required")
+	}
+	abs, err := filepath.Abs(cfg.Skills)
+	if err != nil {
+		return nil, fmt.Errorf("loader: skills folder: %w", err)
+	}
+	cfg.Skills = abs
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 30 * time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.MaxParallelStarts <= 0 {
+		cfg.MaxParallelStarts = 8
+	}
+	if cfg.MaxDescribeBytes <= 0 {
+		cfg.MaxDescribeBytes = 16 << 20
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = 300 * time.Millisecond
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = 250 * time.Millisecond
+	}
+	if cfg.RestartBackoffMax <= 0 {
+		cfg.RestartBackoffMax = 30 * time.Second
+	}
+	if cfg.State == nil {
+		cfg.State = NewStateStore()
+	}
+	if cfg.RestartResetAfter <= 0 {
+		cfg.RestartResetAfter = 60 * time.Second
+	}
+	gid := -1
+	if u := cfg.SkillUser; u != nil {
+		if euid := os.Geteuid(); euid != 0 && int(u.UID) != euid {
+			return nil, fmt.Errorf("loader: skills can run as %s only when the host runs as root (it runs as uid %d)", u, euid)
+		}
+		gid = int(u.GID)
+	}
+	l := &Loader{
+		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: manifest.NewHashCache(),
+		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
+	}
+	if cfg.RunDir == "" {
+		removeStaleRunDirs(os.TempDir())
+		dir, err := os.MkdirTemp("", runDirPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("loader: run folder: %w", err)
+		}
+		os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+		l.cfg.RunDir, l.ownRunDir = dir, true
+	} else {
+		// A given run folder belongs to this host alone: copies left by a
+		// host that was killed are stale.
+		entries, _ := os.ReadDir(cfg.RunDir)
+		for _, e := range entries {
+			os.RemoveAll(filepath.Join(cfg.RunDir, e.Name()))
+		}
+	}
+	if gid >= 0 {
+		// Searchable, not listable, by others: the skill user reaches its
+		// copy by a path with a random part, inside a folder of its group.
+		if err := os.Chmod(l.cfg.RunDir, 0o711); err != nil {
+			return nil, fmt.Errorf("loader: run folder: %w", err)
+		}
+	}
+	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid)
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.hardStop, l.hardCancel = context.WithCancel(context.Background())
+	return l, nil
+}
+
+// Start scans the tree, launches every skill's desired version in parallel
+// and returns once each has started or failed. With Config.Watch it then
+// follows the tree. A broken skill never makes Start fail; only an
+// unreadable tree does.
+func (l *Loader) Start(ctx context.Context) error {
+	if _, err := os.Stat(l.cfg.Skills); err != nil {
+		return fmt.Errorf("loader: skills folder: %w", err)
+	}
+	if err := l.Rescan(ctx); err != nil {
+		return err
+	}
+	l.ready.Store(true)
+	if l.cfg.Watch {
+		w, err := newWatcher(l)
+		if err != nil {
+			return err
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			w.run(l.ctx)
+		}()
+	}
+	return nil
+}
+
+// Rescan reads the whole tree and waits until every skill has acted on it.
+func (l *Loader) Rescan(ctx context.Context) error {
+	dones, err := l.scanAndDispatch()
+	if err != nil {
+		return err
+	}
+	for _, d := range dones {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// scanAndDispatch scans and hands each skill its desired state.
+func (l *Loader) scanAndDispatch() ([]<-chan struct{}, error) {
+	l.scanMu.Lock()
+	defer l.scanMu.Unlock()
+	if l.ctx.Err() != nil {
+		return nil, errors.New("loader: closed")
+	}
+	tree, err := manifest.Scan(l.cfg.Skills, manifest.Options{StrictModes: l.cfg.StrictModes, Hashes: l.hashes})
+	if l.cfg.OnScan != nil {
+		l.cfg.OnScan(tree, err)
+	}
+	if err != nil {
+		l.log.Error("scan failed", "skills", l.cfg.Skills, "error", err)
+		return nil, fmt.Errorf("loader: scan %s: %w", l.cfg.Skills, err)
+	}
+	bySkill := map[string][]manifest.Version{}
+	for _, v := range tree.Versions {
+		bySkill[v.Skill] = append(bySkill[v.Skill], v)
+	}
+	l.supMu.Lock()
+	l.treeProblems = tree.Problems
+	for name := range bySkill {
+		if _, ok := l.sups[name]; !ok {
+			s := newSupervisor(l, name)
+			l.sups[name] = s
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				s.run(l.ctx)
+			}()
+		}
+	}
+	sups := make([]*supervisor, 0, len(l.sups))
+	for _, s := range l.sups {
+		sups = append(sups, s)
+	}
+	l.supMu.Unlock()
+	var dones []<-chan struct{}
+	for _, s := range sups {
+		d := desired{versions: bySkill[s.name]}
+		d.disabled, d.pin = l.cfg.State.Get(s.name)
+		dones = append(dones, s.update(d))
+	}
+	return dones, nil
+}
+
+// launchVersion launches one version, bounded by MaxParallelStarts.
+func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *supervisor) (*instance, error) {
+	select {
+	case l.launchSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.launchSem }()
+	l.emit(Event{Skill: ver.Skill, Version: ver.Version, State: StateStarting})
+	return launch(ctx, launchConfig{
+		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
+		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
+		user: l.cfg.SkillUser,
+	}, ver)
+}
+
+// put publishes inst's tools. Everything in a spec comes from the skill, so
+// a panic while compiling it (a bug in a dependency meeting hostile input)
+// fails this version rather than the host.
+func (l *Loader) put(inst *instance) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.log.Error("panic while registering a skill's tools", "skill", inst.skill, "version", inst.version, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error registering the tools: %v", p)
+		}
+	}()
+	_, err = l.reg.Put(inst.spec())
+	return err
+}
+
+func (l *Loader) emit(e Event) {
+	e.Type = "lifecycle"
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	args := []any{"skill", e.Skill, "version", e.Version, "from", e.From, "to", e.State}
+	if e.PID != 0 {
+		args = append(args, "pid", e.PID)
+	}
+	if e.Reason != "" {
+		args = append(args, "reason", e.Reason)
+	}
+	if e.Duration != 0 {
+		args = append(args, "duration", e.Duration.Round(time.Microsecond))
+	}
+	switch e.State {
+	case StateFailed, StateCrashed:
+		l.log.Warn("skill "+string(e.State), args...)
+	case StateStarting:
+		l.log.Debug("skill starting", args...)
+	default:
+		l.log.Info("skill "+string(e.State), args...)
+	}
+	if l.cfg.OnEvent != nil {
+		l.cfg.OnEvent(e)
+	}
+}
+
+func (l *Loader) observeSwap(d time.Duration) {
+	if l.cfg.OnSwap != nil {
+		l.cfg.OnSwap(d)
+	}
+}
+
+// Status returns every skill's state, sorted by name.
+func (l *Loader) Status() []SkillStatus {
+	l.supMu.Lock()
+	sups := make([]*supervisor, 0, len(l.sups))
+	for _, s := range l.sups {
+		sups = append(sups, s)
+	}
+	l.supMu.Unlock()
+	out := make([]SkillStatus, 0, len(sups))
+	for _, s := range sups {
+		out = append(out, s.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Skill returns one skill's state.
+func (l *Loader) Skill(name string) (SkillStatus, bool) {
+	l.supMu.Lock()
+	s, ok := l.sups[name]
+	l.supMu.Unlock()
+	if !ok {
+		return SkillStatus{}, false
+	}
+	return s.status(), true
+}
+
+// TreeProblems are problems of the tree itself (bad skill folder names).
+func (l *Loader) TreeProblems() manifest.Problems {
+	l.supMu.Lock()
+	defer l.supMu.Unlock()
+	return l.treeProblems
+}
+
+// Close stops watching and drains every skill with the grace period, then
+// stops them. When ctx ends first, drains are cut short: calls still running
+// are cancelled and processes killed at once. Safe to call twice.
+func (l *Loader) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() {
+		l.scanMu.Lock()
+		l.cancel()
+		l.scanMu.Unlock()
+		stopped := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				l.hardCancel()
+			case <-stopped:
+			}
+		}()
+		l.wg.Wait()
+		close(stopped)
+		l.hardCancel()
+		if l.ownRunDir {
+			os.RemoveAll(l.cfg.RunDir)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,651 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+var testSkillBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loader-test-")
+	if err != nil {
+		panic(err)
+	}
+	testSkillBin, err = testenv.Build(dir, "./internal/testskill")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type harness struct {
+	t    *testing.T
+	root string
+	reg  *registry.Registry
+	l    *Loader
+	evMu sync.Mutex
+	evs  []Event
+}
+
+func newHarness(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, root: t.TempDir(), reg: registry.New(registry.Config{})}
+	cfg := Config{
+		Skills: h.root, Registry: h.reg, Grace: 2 * time.Second, Watch: true,
+		Debounce: 100 * time.Millisecond, Resync: time.Hour, StartTimeout: 10 * time.Second,
+		RestartBackoff: 50 * time.Millisecond, RestartBackoffMax: 500 * time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+		OnEvent: func(e Event) {
+			h.evMu.Lock()
+			h.evs = append(h.evs, e)
+			h.evMu.Unlock()
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.l = l
+	t.Cleanup(func() {
+		l.Close(context.Background())
+		if kids := testenv.Descendants(os.Getpid()); len(kids) > 0 {
+			t.Errorf("child processes left after Close: %v", kids)
+		}
+	})
+	return h
+}
+
+func (h *harness) install(skill, version string, env map[string]string) string {
+	h.t.Helper()
+	dir, err := testenv.Install(h.root, testenv.Version{Skill: skill, Version: version, Binary: testSkillBin, Env: env})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return dir
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	if err := h.l.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+type echoResult struct {
+	Version string `json:"version"`
+	Msg     string `json:"msg"`
+	PID     int    `json:"pid"`
+}
+
+func (h *harness) echo(tool string) (echoResult, error) {
+	res, err := h.reg.Invoke(context.Background(), tool, []byte(`{"msg":"hi"}`))
+	if err != nil {
+		return echoResult{}, err
+	}
+	var out echoResult
+	if err := json.Unmarshal(res.Result, &out); err != nil {
+		h.t.Fatalf("decode %s: %v", res.Result, err)
+	}
+	return out, nil
+}
+
+func (h *harness) waitVersion(skill, version string, timeout time.Duration) {
+	h.t.Helper()
+	if !testenv.WaitFor(timeout, func() bool {
+		r, err := h.echo(skill + ".echo")
+		return err == nil && r.Version == version
+	}) {
+		st, _ := h.l.Skill(skill)
+		h.t.Fatalf("%s never served %s; status %+v", skill, version, st)
+	}
+}
+
+func (h *harness) status(skill string) SkillStatus {
+	st, ok := h.l.Skill(skill)
+	if !ok {
+		h.t.Fatalf("no status for %s", skill)
+	}
+	return st
+}
+
+func versionState(st SkillStatus, version string) (VersionStatus, bool) {
+	for _, v := range st.Versions {
+		if v.Version == version {
+			return v, true
+		}
+	}
+	return VersionStatus{}, false
+}
+
+func TestStartServesNewestAndIsolatesEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-host-secret")
+	h := newHarness(t, nil)
+	h.install("alpha", "1.0.0", nil)
+	h.install("alpha", "1.2.0", map[string]string{"GREETING": "hello"})
+	h.install("alpha", "1.10.0", nil) // semver, not string, order
+	h.install("beta", "0.1.0", nil)
+	h.start()
+	r, err := h.echo("alpha.echo")
+	if err != nil || r.Version != "1.10.0" {
+		t.Fatalf("alpha.echo = %+v, %v", r, err)
+	}
+	if _, err := h.echo("beta__echo"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.reg.Invoke(context.Background(), "alpha.env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Result), "sk-host-secret") || strings.Contains(string(res.Result), "OPENAI_API_KEY") {
+		t.Fatalf("host secret reached the skill: %s", res.Result)
+	}
+	if !strings.Contains(string(res.Result), "TESTSKILL_VERSION=1.10.0") {
+		t.Fatalf("manifest env missing: %s", res.Result)
+	}
+	// The call's deadline (the default 30 s timeout) reaches the handler,
+	// though it travels as timeout_ns and not as a gRPC deadline.
+	var dl struct {
+		DeadlineMS *int64 `json:"deadline_ms"`
+	}
+	if err := json.Unmarshal(res.Result, &dl); err != nil || dl.DeadlineMS == nil || *dl.DeadlineMS < 25_000 || *dl.DeadlineMS > 30_000 {
+		t.Fatalf("the handler's deadline: %s (%v)", res.Result, err)
+	}
+	st := h.status("alpha")
+	if st.Active != "1.10.0" || len(st.Versions) != 3 {
+		t.Fatalf("status = %+v", st)
+	}
+	if v, _ := versionState(st, "1.10.0"); v.State != StateActive || v.PID == 0 || len(v.Tools) == 0 {
+		t.Fatalf("active version status = %+v", v)
+	}
+	if v, _ := versionState(st, "1.0.0"); v.State != StateStopped {
+		t.Fatalf("old version status = %+v", v)
+	}
+}
+
+func TestBadFoldersReportedNeverServed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("good", "1.0.0", nil)
+	// Tampered: the checksum names another file.
+	if _, err := testenv.Install(h.root, testenv.Version{Skill: "tampered", Version: "1.0.0", Binary: testSkillBin,
+		SHA256: strings.Repeat("ab", 32)}); err != nil {
+		t.Fatal(err)
+	}
+	// Invalid: the manifest names another version.
+	dir := h.install("wrong", "1.0.0", nil)
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"name":"wrong","version":"2.0.0"}`), 0o644)
+	h.install("exits", "1.0.0", map[string]string{"TESTSKILL_MODE": "exit"})
+	h.install("badschema", "1.0.0", map[string]string{"TESTSKILL_MODE": "badschema"})
+	h.install("garbage", "1.0.0", map[string]string{"TESTSKILL_MODE": "garbage"})
+	h.start()
+	if _, err := h.echo("good.echo"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]State{"tampered": StateIncomplete, "wrong": StateInvalid, "exits": StateFailed, "badschema": StateFailed, "garbage": StateFailed}
+	for skill, state := range want {
+		st := h.status(skill)
+		v, _ := versionState(st, "1.0.0")
+		if v.State != state || st.Active != "" {
+			t.Errorf("%s: state %s (want %s), active %q", skill, v.State, state, st.Active)
+		}
+		if v.LastError == "" && len(v.Problems) == 0 {
+			t.Errorf("%s: no reason given: %+v", skill, v)
+		}
+		if _, err := h.echo(skill + ".echo"); registry.CodeOf(err) != registry.CodeUnknownTool {
+			t.Errorf("%s: call = %v, want unknown_tool", skill, err)
+		}
+	}
+	if v, _ := versionState(h.status("exits"), "1.0.0"); !strings.Contains(v.LastError, "exiting at start as asked") {
+		t.Errorf("a skill that exits at start: the reason does not quote its stderr: %q", v.LastError)
+	}
+	if v, _ := versionState(h.status("badschema"), "1.0.0"); !strings.Contains(v.LastError, "external references are not allowed") {
+		t.Errorf("badschema error = %q", v.LastError)
+	}
+}
+
+func TestNoHandshakeTimesOut(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StartTimeout = 500 * time.Millisecond })
+	h.install("stuck", "1.0.0", map[string]string{"TESTSKILL_MODE": "nohandshake"})
+	start := time.Now()
+	h.start()
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("start took %v", time.Since(start))
+	}
+	v, _ := versionState(h.status("stuck"), "1.0.0")
+	if v.State != StateFailed || !strings.Contains(v.LastError, "timeout") {
+		t.Fatalf("stuck = %+v", v)
+	}
+}
+
+// Swap under load: 8 callers keep calling while new versions are renamed
+// into the tree; no call fails, and later calls are served by the new
+// version; the old process is gone within the grace period.
+func TestSwapUnderLoad(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	first, err := h.echo("svc.echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var calls, fails atomic.Int64
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				calls.Add(1)
+				if _, err := h.echo("svc.echo"); err != nil {
+					fails.Add(1)
+					t.Errorf("call failed during swap: %v", err)
+				}
+			}
+		}()
+	}
+	for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
+		h.install("svc", v, nil)
+		h.waitVersion("svc", v, 5*time.Second)
+	}
+	cancel()
+	wg.Wait()
+	if fails.Load() != 0 {
+		t.Fatalf("%d of %d calls failed", fails.Load(), calls.Load())
+	}
+	if !testenv.WaitFor(3*time.Second, func() bool { return !testenv.Alive(first.PID) }) {
+		t.Fatalf("old process %d still alive after the grace period", first.PID)
+	}
+	t.Logf("%d calls, 0 failed, across 3 swaps", calls.Load())
+}
+
+func TestLongCallsAcrossSwap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Grace = 1500 * time.Millisecond })
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	type out struct {
+		res *registry.Result
+		err error
+	}
+	call := func(ms int) chan out {
+		ch := make(chan out, 1)
+		go func() {
+			res, err := h.reg.Invoke(context.Background(), "svc.sleep", []byte(fmt.Sprintf(`{"ms":%d}`, ms)))
+			ch <- out{res, err}
+		}()
+		return ch
+	}
+	short := call(800)  // longer than the debounce, shorter than the grace
+	long := call(10000) // longer than the grace
+	time.Sleep(100 * time.Millisecond)
+	h.install("svc", "2.0.0", nil)
+	h.waitVersion("svc", "2.0.0", 5*time.Second)
+	if st := h.status("svc"); st.Active != "2.0.0" {
+		t.Fatalf("status = %+v", st)
+	} else if v, _ := versionState(st, "1.0.0"); v.State != StateDraining || v.InFlight == 0 || v.DrainDeadline == nil {
+		t.Fatalf("old version = %+v", v)
+	}
+	s := <-short
+	if s.err != nil || !strings.Contains(string(s.res.Result), `"version":"1.0.0"`) {
+		t.Fatalf("short call = %v, %v", s.res, s.err)
+	}
+	l := <-long
+	if e := registry.AsError(l.err); e.Code != registry.CodeSkillUnavailable || !strings.Contains(e.Message, "retired") {
+		t.Fatalf("long call = %v", l.err)
+	}
+}
+
+func TestPartialCopyNeverLaunched(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	// Copy 2.0.0 in place, slowly: manifest first, binary in chunks.
+	sum, _ := testenv.SHA256File(testSkillBin)
+	dir := filepath.Join(h.root, "svc", "2.0.0")
+	os.MkdirAll(dir, 0o755)
+	v := testenv.Version{Skill: "svc", Version: "2.0.0"}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
+	data, _ := os.ReadFile(testSkillBin)
+	f, _ := os.OpenFile(filepath.Join(dir, "skill"), os.O_CREATE|os.O_WRONLY, 0o755)
+	chunk := len(data)/5 + 1
+	for i := 0; i < len(data); i += chunk {
+		f.Write(data[i:min(i+chunk, len(data))])
+		if i+chunk >= len(data) {
+			break // complete now: 2.0.0 may serve from here on
+		}
+		time.Sleep(150 * time.Millisecond)
+		if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
+			t.Fatalf("during the copy: %+v, %v", r, err)
+		}
+	}
+	f.Close()
+	h.waitVersion("svc", "2.0.0", 3*time.Second)
+	for _, e := range h.events() {
+		if e.Version == "2.0.0" && e.State == StateFailed {
+			t.Fatalf("a partial copy was marked failed: %+v", e)
+		}
+	}
+}
+
+func TestBrokenNewVersionKeepsOldServing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	h.install("svc", "2.0.0", map[string]string{"TESTSKILL_MODE": "exit"})
+	h.install("svc", "3.0.0", map[string]string{"TESTSKILL_MODE": "badschema"})
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		st := h.status("svc")
+		a, _ := versionState(st, "2.0.0")
+		b, _ := versionState(st, "3.0.0")
+		return a.State == StateFailed && b.State == StateFailed
+	}) {
+		t.Fatalf("status = %+v", h.status("svc"))
+	}
+	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
+		t.Fatalf("old version not serving: %+v, %v", r, err)
+	}
+}
+
+func TestCrashRestarts(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	r, _ := h.echo("svc.echo")
+	// A call in flight during the crash gets skill_crashed.
+	inflight := make(chan error, 1)
+	go func() {
+		_, err := h.reg.Invoke(context.Background(), "svc.sleep", []byte(`{"ms":5000}`))
+		inflight <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	syscall.Kill(r.PID, syscall.SIGKILL)
+	if err := <-inflight; registry.CodeOf(err) != registry.CodeSkillCrashed {
+		t.Fatalf("in-flight call = %v, want skill_crashed", err)
+	}
+	// Calls fail fast and retryable until it is back.
+	start := time.Now()
+	_, err := h.echo("svc.echo")
+	if err != nil {
+		// Unavailable once the crash is noticed; a call that raced the
+		// notice reports the crash, retryable because echo is idempotent.
+		if e := registry.AsError(err); (e.Code != registry.CodeSkillUnavailable && e.Code != registry.CodeSkillCrashed) || !e.Retryable {
+			t.Fatalf("call after crash = %v", err)
+		}
+	}
+	if time.Since(start) > time.Second {
+		t.Fatalf("call after crash took %v", time.Since(start))
+	}
+	h.waitVersion("svc", "1.0.0", 5*time.Second)
+	r2, _ := h.echo("svc.echo")
+	if r2.PID == r.PID {
+		t.Fatal("not restarted")
+	}
+	if v, _ := versionState(h.status("svc"), "1.0.0"); v.Restarts < 1 {
+		t.Fatalf("restarts not counted: %+v", v)
+	}
+}
+
+func TestOverwriteBinaryInPlace(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := h.install("svc", "1.0.0", nil)
+	h.start()
+	r, _ := h.echo("svc.echo")
+	// cp over the running version's binary, then fix the manifest checksum.
+	data, _ := os.ReadFile(testSkillBin)
+	data = append(data, []byte("\x00padding to change the checksum")...)
+	if err := os.WriteFile(filepath.Join(dir, "skill"), data, 0o755); err != nil {
+		t.Fatalf("overwrite: %v", err) // no "text file busy": the host runs a private copy
+	}
+	sum, _ := testenv.SHA256File(filepath.Join(dir, "skill"))
+	v := testenv.Version{Skill: "svc", Version: "1.0.0"}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		r2, err := h.echo("svc.echo")
+		return err == nil && r2.PID != r.PID
+	}) {
+		t.Fatalf("overwrite not picked up: %+v", h.status("svc"))
+	}
+}
+
+func TestRemoveVersions(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	d2 := h.install("svc", "2.0.0", nil)
+	h.start()
+	h.waitVersion("svc", "2.0.0", time.Second)
+	os.RemoveAll(d2)
+	h.waitVersion("svc", "1.0.0", 5*time.Second)
+	os.RemoveAll(filepath.Join(h.root, "svc"))
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		_, err := h.echo("svc.echo")
+		return registry.CodeOf(err) == registry.CodeUnknownTool
+	}) {
+		t.Fatal("tools not removed with the skill")
+	}
+}
+
+func TestKillsSkillChildren(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	res, err := h.reg.Invoke(context.Background(), "svc.spawn", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ PID int }
+	json.Unmarshal(res.Result, &out)
+	if !testenv.Alive(out.PID) {
+		t.Fatal("child not running")
+	}
+	h.l.Close(context.Background())
+	if !testenv.WaitFor(2*time.Second, func() bool { return !testenv.Alive(out.PID) }) {
+		t.Fatalf("skill's child %d outlived it", out.PID)
+	}
+}
+
+func (h *harness) events() []Event {
+	h.evMu.Lock()
+	defer h.evMu.Unlock()
+	return append([]Event(nil), h.evs...)
+}
+
+// Message sizes follow the manifest, not go-plugin's 4 MiB gRPC default.
+func TestMessageSizesFollowManifestLimits(t *testing.T) {
+	h := newHarness(t, nil)
+	if _, err := testenv.Install(h.root, testenv.Version{Skill: "roomy", Version: "1.0.0", Binary: testSkillBin,
+		Limits: map[string]any{"max_response_bytes": 12 << 20, "max_request_bytes": 8 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.Install(h.root, testenv.Version{Skill: "tight", Version: "1.0.0", Binary: testSkillBin,
+		Limits: map[string]any{"max_response_bytes": 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	ctx := context.Background()
+	res, err := h.reg.Invoke(ctx, "roomy.big", []byte(fmt.Sprintf(`{"bytes":%d}`, 6<<20)))
+	if err != nil || len(res.Result) < 6<<20 {
+		t.Fatalf("6 MiB result under a 12 MiB limit: %v", err)
+	}
+	big := `{"msg":"` + strings.Repeat("x", 5<<20) + `"}`
+	if _, err := h.reg.Invoke(ctx, "roomy.echo", []byte(big)); err != nil {
+		t.Fatalf("5 MiB request under an 8 MiB limit: %v", err)
+	}
+	_, err = h.reg.Invoke(ctx, "tight.big", []byte(fmt.Sprintf(`{"bytes":%d}`, 2<<20)))
+	if e := registry.AsError(err); e.Code != registry.CodeResponseTooLarge {
+		t.Fatalf("2 MiB result over a 1 MiB limit: %v", err)
+	}
+	if _, err := h.echo("tight.echo"); err != nil {
+		t.Fatalf("skill unusable after an oversized result: %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	l, err := New(Config{Skills: t.TempDir(), Registry: registry.New(registry.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	c := l.cfg
+	if c.Grace != 30*time.Second || c.Debounce != 300*time.Millisecond || c.Resync != 30*time.Second ||
+		c.StartTimeout != 10*time.Second || c.RestartBackoffMax != 30*time.Second {
+		t.Fatalf("defaults = grace %v debounce %v resync %v start %v backoff max %v",
+			c.Grace, c.Debounce, c.Resync, c.StartTimeout, c.RestartBackoffMax)
+	}
+	if _, err := New(Config{Registry: registry.New(registry.Config{})}); err == nil {
+		t.Fatal("a loader without a skills folder was built")
+	}
+}
+
+func TestStaleRunDirsRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, runDirPrefix+"stale")
+	live := filepath.Join(tmp, runDirPrefix+"live")
+	for dir, pid := range map[string]int{stale: dead.Process.Pid, live: os.Getpid()} {
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, ownerFile), []byte(fmt.Sprint(pid)), 0o600)
+	}
+	l, err := New(Config{Skills: t.TempDir(), Registry: registry.New(registry.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close(context.Background())
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale run folder of a dead host kept: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("run folder of a live host removed: %v", err)
+	}
+}
+
+func TestPrereleaseServesOnlyWhenPinnedOrAlone(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.install("svc", "2.0.0-rc.1", nil)
+	h.install("solo", "0.1.0-beta", nil)
+	h.start()
+	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
+		t.Fatalf("a release candidate displaced the stable version: %+v %v", r, err)
+	}
+	if r, err := h.echo("solo.echo"); err != nil || r.Version != "0.1.0-beta" {
+		t.Fatalf("a lone pre-release does not serve: %+v %v", r, err)
+	}
+	if err := h.l.Pin(context.Background(), "svc", "2.0.0-rc.1"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := h.echo("svc.echo"); r.Version != "2.0.0-rc.1" {
+		t.Fatalf("pinned pre-release not serving: %+v", r)
+	}
+}
+
+func TestHandlerOutputReachesTheLog(t *testing.T) {
+	var buf testenv.SyncBuffer
+	h := newHarness(t, func(c *Config) {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf})
+	})
+	h.install("svc", "1.0.0", map[string]string{"TESTSKILL_SHOUT": "1"})
+	h.start()
+	if _, err := h.reg.Invoke(context.Background(), "svc.shout", []byte(`{"msg":"hello-log"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(3*time.Second, func() bool {
+		out := buf.String()
+		return strings.Contains(out, "stdout says hello-log") && strings.Contains(out, "stderr says hello-log")
+	}) {
+		t.Fatalf("handler output not in the host log:\n%s", buf.String())
+	}
+}
+
+// TestSkillUser runs skills as another account: as root it checks that the
+// skill runs with that uid and gid and no supplementary groups, that the
+// host's environment is out of its reach, and that a version folder the
+// account cannot enter fails with a reason that says so. As another user
+// it checks that the loader refuses the setting up front.
+func TestSkillUser(t *testing.T) {
+	nobody, err := LookupSkillUser("65534:65534")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		_, err := New(Config{Skills: t.TempDir(), Registry: registry.New(registry.Config{}), SkillUser: nobody})
+		if err == nil || !strings.Contains(err.Error(), "only when the host runs as root") {
+			t.Fatalf("New with a skill user, not as root: err = %v", err)
+		}
+		return
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-host-secret")
+	h := newHarness(t, func(c *Config) { c.SkillUser = nobody })
+	// t.TempDir makes 0700 folders; the skill user must reach its own.
+	for _, d := range []string{filepath.Dir(h.root), h.root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.install("alpha", "1.0.0", nil)
+	h.install("beta", "1.0.0", nil)
+	if err := os.Chmod(filepath.Join(h.root, "beta"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+
+	res, err := h.reg.Invoke(context.Background(), "alpha.env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Env    []string `json:"env"`
+		UID    int      `json:"uid"`
+		GID    int      `json:"gid"`
+		Groups []int    `json:"groups"`
+	}
+	if err := json.Unmarshal(res.Result, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != 65534 || got.GID != 65534 || len(got.Groups) > 1 || (len(got.Groups) == 1 && got.Groups[0] != 65534) {
+		t.Fatalf("skill runs as uid %d gid %d groups %v, want 65534/65534 and no others", got.UID, got.GID, got.Groups)
+	}
+	if strings.Contains(string(res.Result), "sk-host-secret") {
+		t.Fatalf("host secret reached the skill: %s", res.Result)
+	}
+	pid := h.status("alpha").Versions[0].PID
+	if _, err := h.echo("alpha.echo"); err != nil || pid == 0 {
+		t.Fatalf("alpha.echo: %v (pid %d)", err, pid)
+	}
+
+	v, _ := versionState(h.status("beta"), "1.0.0")
+	if v.State != StateFailed || !strings.Contains(v.LastError, "must be able to search") {
+		t.Fatalf("beta in a folder the skill user cannot enter: state %s, error %q", v.State, v.LastError)
+	}
+}

@@ -1,0 +1,452 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
+)
+
+// desired is what the tree and the operator ask of one skill.
+type desired struct {
+	versions []manifest.Version // every folder of the skill, as scanned
+	disabled bool
+	pin      string
+}
+
+// supervisor owns one skill's lifecycle. Its run goroutine is the only one
+// that launches, swaps or restarts the skill; other goroutines talk to it
+// through update (latest wins) and crashCh.
+type supervisor struct {
+	l    *Loader
+	name string
+
+	updateMu sync.Mutex // guards next and dones
+	next     *desired
+	dones    []chan struct{}
+	wake     chan struct{} // capacity 1: merges bursts of updates
+	crashCh  chan *instance
+
+	restartTimer *time.Timer
+	restartN     int
+
+	// mu guards the fields below, which status reads. The run goroutine
+	// holds it only to change them, never while launching or draining.
+	mu         sync.Mutex
+	cur        desired
+	active     *instance
+	starting   string
+	crashed    *manifest.Version // serving version whose process died; restarting
+	draining   map[*instance]struct{}
+	failed     map[string]string // fingerprint -> why it failed
+	incomplete map[string]string // fingerprint -> why the launch was abandoned
+	restarts   map[string]int    // version -> restarts
+	lastErr    map[string]string // version -> last error of any kind
+	reason     string            // why nothing serves
+}
+
+func newSupervisor(l *Loader, name string) *supervisor {
+	return &supervisor{
+		l: l, name: name, wake: make(chan struct{}, 1), crashCh: make(chan *instance, 16),
+		draining: map[*instance]struct{}{}, failed: map[string]string{}, incomplete: map[string]string{},
+		restarts: map[string]int{}, lastErr: map[string]string{},
+	}
+}
+
+// update hands the supervisor a new desired state. The returned channel is
+// closed once the supervisor has acted on it (or a later one).
+func (s *supervisor) update(d desired) <-chan struct{} {
+	done := make(chan struct{})
+	s.updateMu.Lock()
+	s.next = &d
+	s.dones = append(s.dones, done)
+	s.updateMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return done
+}
+
+func (s *supervisor) run(ctx context.Context) {
+	for {
+		var restartC <-chan time.Time
+		if s.restartTimer != nil {
+			restartC = s.restartTimer.C
+		}
+		select {
+		case <-ctx.Done():
+			s.shutdown()
+			s.updateMu.Lock()
+			for _, d := range s.dones {
+				close(d)
+			}
+			s.dones = nil
+			s.updateMu.Unlock()
+			return
+		case <-s.wake:
+			s.updateMu.Lock()
+			d, dones := s.next, s.dones
+			s.next, s.dones = nil, nil
+			s.updateMu.Unlock()
+			if d != nil {
+				s.reconcile(ctx, *d)
+			}
+			for _, c := range dones {
+				close(c)
+			}
+		case inst := <-s.crashCh:
+			s.onCrash(inst)
+		case <-restartC:
+			s.restartTimer = nil
+			s.restart(ctx)
+		}
+	}
+}
+
+// reconcile makes what serves match d: launch the target, swap it in, drain
+// what it replaces. A target that fails is remembered and the next best one
+// tried, so a broken new version never replaces a working one.
+func (s *supervisor) reconcile(ctx context.Context, d desired) {
+	s.mu.Lock()
+	s.cur = d
+	present := map[string]bool{}
+	for _, v := range d.versions {
+		present[v.Fingerprint] = true
+	}
+	for fp := range s.failed { // a changed file has a new fingerprint: forget the old verdict
+		if !present[fp] {
+			delete(s.failed, fp)
+		}
+	}
+	s.incomplete = map[string]string{}
+	s.mu.Unlock()
+
+	for ctx.Err() == nil {
+		target, reason := s.pickTarget(d)
+		if target == nil {
+			s.retire(reason)
+			return
+		}
+		s.mu.Lock()
+		same := (s.active != nil && s.active.ver.Fingerprint == target.Fingerprint) ||
+			(s.crashed != nil && s.crashed.Fingerprint == target.Fingerprint)
+		s.mu.Unlock()
+		if same {
+			return
+		}
+		if s.swapTo(ctx, *target, "new desired version") {
+			return
+		}
+	}
+}
+
+// pickTarget returns the version that should serve, or nil and why none.
+func (s *supervisor) pickTarget(d desired) (*manifest.Version, string) {
+	if d.disabled {
+		return nil, "disabled by an operator"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var valid []manifest.Version
+	for _, v := range d.versions {
+		if v.Status == manifest.StatusValid {
+			valid = append(valid, v)
+		}
+	}
+	// Stable versions first, newest first; a pre-release (2.0.0-rc.1) serves
+	// only when pinned or when no stable version is valid, so dropping a
+	// release candidate beside 1.9.0 does not put it in production.
+	sort.SliceStable(valid, func(i, j int) bool {
+		if pi, pj := prerelease(valid[i]), prerelease(valid[j]); pi != pj {
+			return !pi
+		}
+		return newer(valid[i], valid[j])
+	})
+	for i := range valid {
+		v := &valid[i]
+		if d.pin != "" && v.Version != d.pin {
+			continue
+		}
+		if _, bad := s.failed[v.Fingerprint]; bad {
+			continue
+		}
+		if _, bad := s.incomplete[v.Fingerprint]; bad {
+			continue
+		}
+		return v, ""
+	}
+	// Nothing better: keep what serves, if it is still on disk as it was.
+	if s.active != nil {
+		for i := range valid {
+			if valid[i].Fingerprint == s.active.ver.Fingerprint {
+				return &valid[i], ""
+			}
+		}
+	}
+	switch {
+	case d.pin != "":
+		return nil, "pinned to " + d.pin + ", which is not a valid, working version on disk"
+	case len(valid) > 0:
+		return nil, "every valid version failed to start"
+	case len(d.versions) > 0:
+		return nil, "no valid version on disk"
+	default:
+		return nil, "no version on disk"
+	}
+}
+
+func prerelease(v manifest.Version) bool { return v.Semver != nil && v.Semver.Prerelease() != "" }
+
+func newer(a, b manifest.Version) bool {
+	if a.Semver == nil || b.Semver == nil {
+		return a.Semver != nil
+	}
+	return a.Semver.GreaterThan(b.Semver)
+}
+
+// swapTo launches ver and swaps it in. It reports whether ver now serves.
+func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why string) bool {
+	s.mu.Lock()
+	s.starting = ver.Version
+	s.mu.Unlock()
+	inst, err := s.l.launchVersion(ctx, ver, s)
+	if err == nil {
+		var swapStart = time.Now()
+		err = s.l.put(inst)
+		if err != nil {
+			inst.kill()
+		} else {
+			s.l.observeSwap(time.Since(swapStart))
+		}
+	}
+	s.mu.Lock()
+	s.starting = ""
+	if err != nil {
+		s.lastErr[ver.Version] = err.Error()
+		if errors.Is(err, errIncomplete) {
+			s.incomplete[ver.Fingerprint] = err.Error()
+		} else {
+			s.failed[ver.Fingerprint] = err.Error()
+		}
+		s.mu.Unlock()
+		state := StateFailed
+		if errors.Is(err, errIncomplete) {
+			state = StateIncomplete
+		}
+		s.l.emit(Event{Skill: s.name, Version: ver.Version, From: StateStarting, State: state, Reason: err.Error()})
+		return false
+	}
+	prev := s.active
+	if s.crashed != nil && s.crashed.Fingerprint != ver.Fingerprint {
+		s.restartN = 0 // a new deploy starts with a clean backoff
+	}
+	s.active, s.crashed, s.reason = inst, nil, ""
+	delete(s.lastErr, ver.Version)
+	if prev != nil {
+		s.draining[prev] = struct{}{}
+	}
+	s.mu.Unlock()
+	if s.restartTimer != nil {
+		s.restartTimer.Stop()
+		s.restartTimer = nil
+	}
+	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateStarting, State: StateActive, Reason: why,
+		Duration: time.Since(inst.startedAt)})
+	if prev != nil {
+		s.drain(prev, "replaced by "+ver.Version)
+	}
+	return true
+}
+
+// retire takes the skill out of service: its tools leave the registry first
+// (so no new call finds them), then the instance drains.
+func (s *supervisor) retire(reason string) {
+	s.l.reg.Remove(s.name, reason)
+	s.mu.Lock()
+	prev := s.active
+	wasCrashed := s.crashed != nil
+	s.active, s.crashed, s.reason = nil, nil, reason
+	if prev != nil {
+		s.draining[prev] = struct{}{}
+	}
+	s.mu.Unlock()
+	if s.restartTimer != nil {
+		s.restartTimer.Stop()
+		s.restartTimer = nil
+	}
+	if prev != nil {
+		s.drain(prev, reason)
+	} else if wasCrashed {
+		s.l.emit(Event{Skill: s.name, State: StateStopped, Reason: reason})
+	}
+}
+
+// drain stops inst in the background: no new leases, in-flight calls finish
+// or the grace period ends, then the process is killed.
+func (s *supervisor) drain(inst *instance, reason string) {
+	s.l.emit(Event{Skill: s.name, Version: inst.version, PID: inst.pid, From: StateActive, State: StateDraining, Reason: reason})
+	inst.beginDrain(s.l.cfg.Grace)
+	s.l.wg.Add(1)
+	go func() {
+		defer s.l.wg.Done()
+		start := time.Now()
+		inst.stop(s.l.hardStop, s.l.cfg.Grace)
+		s.mu.Lock()
+		delete(s.draining, inst)
+		s.mu.Unlock()
+		s.l.emit(Event{Skill: s.name, Version: inst.version, PID: inst.pid, From: StateDraining, State: StateStopped,
+			Reason: reason, Duration: time.Since(start)})
+	}()
+}
+
+// onExit is called by an instance's exit watcher on an exit nobody asked for.
+func (s *supervisor) onExit(inst *instance) {
+	select {
+	case s.crashCh <- inst:
+	default: // the run loop is behind; a crash of the active instance is never lost because the channel holds 16
+	}
+}
+
+// onCrash handles the death of a serving process: its tools become
+// unavailable at once, and a restart is scheduled with capped exponential
+// backoff (reset after sustained uptime).
+func (s *supervisor) onCrash(inst *instance) {
+	s.mu.Lock()
+	if inst != s.active {
+		s.mu.Unlock()
+		return // a draining instance died: its stop cleans up
+	}
+	ver := inst.ver
+	s.active, s.crashed = nil, &ver
+	s.restarts[ver.Version]++
+	s.lastErr[ver.Version] = "process exited unexpectedly"
+	s.mu.Unlock()
+	s.l.reg.SetAvailable(s.name, inst, false, "crashed")
+	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateActive, State: StateCrashed, Reason: "process exited unexpectedly"})
+	inst.kill() // reap its process group and run folder
+	if time.Since(inst.startedAt) >= s.l.cfg.RestartResetAfter {
+		s.restartN = 0
+	}
+	s.scheduleRestart()
+}
+
+func (s *supervisor) scheduleRestart() {
+	d := s.l.cfg.RestartBackoff << min(s.restartN, 16)
+	if d > s.l.cfg.RestartBackoffMax || d <= 0 {
+		d = s.l.cfg.RestartBackoffMax
+	}
+	s.restartN++
+	s.restartTimer = time.NewTimer(d)
+}
+
+func (s *supervisor) restart(ctx context.Context) {
+	s.mu.Lock()
+	ver := s.crashed
+	s.mu.Unlock()
+	if ver == nil {
+		return
+	}
+	if !s.swapTo(ctx, *ver, "restarted after a crash") {
+		s.mu.Lock()
+		delete(s.failed, ver.Fingerprint) // a crash loop keeps retrying; it is not a bad version
+		s.restarts[ver.Version]++
+		still := s.crashed != nil
+		s.mu.Unlock()
+		if still {
+			s.scheduleRestart()
+		}
+	}
+}
+
+// shutdown retires the skill when the loader closes.
+func (s *supervisor) shutdown() {
+	if s.restartTimer != nil {
+		s.restartTimer.Stop()
+		s.restartTimer = nil
+	}
+	s.retire("host is shutting down")
+}
+
+// status copies out the skill's state.
+func (s *supervisor) status() SkillStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := SkillStatus{Name: s.name, Disabled: s.cur.disabled, Pinned: s.cur.pin}
+	if s.active != nil {
+		st.Active = s.active.version
+	} else {
+		st.Reason = s.reason
+	}
+	byVersion := map[string]*VersionStatus{}
+	var order []string
+	get := func(v string) *VersionStatus {
+		if vs, ok := byVersion[v]; ok {
+			return vs
+		}
+		vs := &VersionStatus{Version: v}
+		byVersion[v] = vs
+		order = append(order, v)
+		return vs
+	}
+	versions := append([]manifest.Version(nil), s.cur.versions...)
+	sort.SliceStable(versions, func(i, j int) bool { return newer(versions[j], versions[i]) })
+	for _, v := range versions {
+		vs := get(v.Version)
+		vs.Problems = v.Problems
+		switch v.Status {
+		case manifest.StatusInvalid:
+			vs.State = StateInvalid
+		case manifest.StatusIncomplete:
+			vs.State = StateIncomplete
+		default:
+			vs.State = StateStopped
+			if why, ok := s.failed[v.Fingerprint]; ok {
+				vs.State, vs.LastError = StateFailed, why
+			} else if why, ok := s.incomplete[v.Fingerprint]; ok {
+				vs.State, vs.LastError = StateIncomplete, why
+			}
+		}
+	}
+	for inst := range s.draining {
+		vs := get(inst.version)
+		vs.State = StateDraining
+		fillInstance(vs, inst)
+		if end := inst.drainEnd.Load(); end != 0 {
+			t := time.Unix(0, end)
+			vs.DrainDeadline = &t
+		}
+	}
+	if s.crashed != nil {
+		get(s.crashed.Version).State = StateCrashed
+	}
+	if s.starting != "" {
+		get(s.starting).State = StateStarting
+	}
+	if s.active != nil {
+		vs := get(s.active.version)
+		vs.State = StateActive
+		fillInstance(vs, s.active)
+		vs.DrainDeadline = nil
+	}
+	for _, v := range order {
+		vs := byVersion[v]
+		vs.Restarts = s.restarts[v]
+		if vs.LastError == "" {
+			vs.LastError = s.lastErr[v]
+		}
+		st.Versions = append(st.Versions, *vs)
+	}
+	return st
+}
+
+func fillInstance(vs *VersionStatus, inst *instance) {
+	vs.PID = inst.pid
+	t := inst.startedAt
+	vs.StartedAt = &t
+	vs.InFlight = inst.inFlight()
+	vs.Tools = inst.toolNames()
+}
