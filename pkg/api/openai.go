@@ -1,0 +1,25 @@
+package api
+
+import (
+	"net/http"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+type openaiToolsBody struct {
+	Tools []openai.Tool `json:"tools"`
+}
+
+// openaiTools returns the same pick as /v1/tools as a tools payload ready
+// for an OpenAI-compatible chat completion request.
+func (s *Server) openaiTools(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	hits := s.cfg.Registry.Snapshot().SearchContext(r.Context(), q)
+	writeJSON(w, http.StatusOK, openaiToolsBody{Tools: registry.OpenAITools(hits)})
+}
