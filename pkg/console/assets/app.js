@@ -1,0 +1,708 @@
+// skillhost operator console. Plain JS, no framework, no network beyond
+// this origin. Every piece of data comes from the JSON API and /v1/events;
+// the page never builds markup from strings (Trusted Types forbid it), so a
+// skill's text can never become HTML.
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'skillhost.token';
+  const TIMELINE_MAX = 300;
+
+  // ---- state -------------------------------------------------------------
+  const st = {
+    skills: [], problems: [], calls: {}, // calls: skill -> {calls, errors}
+    timeline: [],                        // events, oldest first
+    lastActive: {},                      // skill -> version serving, for swap detection
+    crashed: {},                         // "skill@version" -> true after a crash, for restarts
+    skew: 0,                             // server clock minus ours, ms
+    tools: [], selected: null,           // the tool list and the chosen tool's name
+    pinChoice: {},                       // skill -> version picked in its pin menu
+    conn: null,                          // AbortController of the event stream
+    retry: 0,
+  };
+
+  // ---- DOM helpers -------------------------------------------------------
+  const $ = (id) => document.getElementById(id);
+
+  // h builds an element. attrs: class, text, data-*, on<event>, or any
+  // attribute/property. Children: nodes, strings, arrays, null.
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'text') el.textContent = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k in el && !k.startsWith('data-') && k !== 'list') el[k] = v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    add(el, children);
+    return el;
+  }
+  function add(el, children) {
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      if (Array.isArray(c)) add(el, c);
+      else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+  }
+  const badge = (cls, text, title) => h('span', { class: 'badge ' + cls, text, title });
+
+  function notice(msg, kind) {
+    const n = $('notice');
+    $('notice-text').textContent = msg;
+    n.dataset.kind = kind || 'error';
+    n.hidden = false;
+    clearTimeout(notice.t);
+    if (kind === 'ok') notice.t = setTimeout(() => { n.hidden = true; }, 4000);
+  }
+
+  // ---- formatting --------------------------------------------------------
+  const now = () => Date.now() + st.skew;
+  function dur(ms) {
+    if (!(ms >= 0)) return '—';
+    let s = Math.floor(ms / 1000);
+    const d = Math.floor(s / 86400); s -= d * 86400;
+    const hh = Math.floor(s / 3600); s -= hh * 3600;
+    const m = Math.floor(s / 60); s -= m * 60;
+    if (d) return `${d}d ${hh}h`;
+    if (hh) return `${hh}h ${m}m`;
+    if (m) return `${m}m ${s}s`;
+    return `${s}s`;
+  }
+  const pad = (n) => String(n).padStart(2, '0');
+  function clock(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return '';
+    return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  const json = (v) => JSON.stringify(v, null, 2);
+
+  // ---- API ---------------------------------------------------------------
+  const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
+  function headers(extra) {
+    const hd = Object.assign({}, extra);
+    const t = token();
+    if (t) hd.Authorization = 'Bearer ' + t;
+    return hd;
+  }
+
+  class APIError extends Error {
+    constructor(status, err) {
+      super(err.message || ('HTTP ' + status));
+      this.status = status;
+      this.code = err.code || ('http_' + status);
+      this.details = err.details;
+    }
+  }
+
+  async function api(method, path, body) {
+    const init = { method, cache: 'no-store', headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }) };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    let res;
+    try {
+      res = await fetch(path, init);
+    } catch (e) {
+      throw new APIError(0, { code: 'network', message: 'cannot reach the daemon: ' + e.message });
+    }
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (_) { /* not JSON */ }
+    if (res.status === 401) askToken(true);
+    if (!res.ok) throw new APIError(res.status, (data && data.error) || { message: text.trim() || res.statusText });
+    return data;
+  }
+
+  // ---- token -------------------------------------------------------------
+  function askToken(refused) {
+    const dlg = $('token-dialog');
+    const err = $('token-error');
+    if (refused) {
+      err.textContent = token() ? 'The daemon refused this token. Enter the one in its --token-file.' : 'The daemon needs a bearer token.';
+      err.hidden = false;
+      setConn('auth', 'token needed');
+    } else {
+      err.hidden = true;
+    }
+    if (!dlg.open) {
+      $('token-input').value = '';
+      dlg.showModal();
+    }
+  }
+  function initToken() {
+    $('token-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const v = $('token-input').value.trim();
+      if (!v) return;
+      sessionStorage.setItem(TOKEN_KEY, v);
+      $('token-dialog').close();
+      connect();
+      search();
+    });
+    $('token-cancel').addEventListener('click', () => $('token-dialog').close());
+    $('token-forget').addEventListener('click', () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      $('token-dialog').close();
+      notice('Token forgotten for this tab.', 'ok');
+      connect();
+    });
+    $('token-button').addEventListener('click', () => askToken(false));
+  }
+
+  // ---- the event stream --------------------------------------------------
+  function setConn(state, text) {
+    const c = $('conn');
+    c.dataset.state = state;
+    $('conn-text').textContent = text || state;
+  }
+
+  // connect opens /v1/events with fetch (EventSource cannot send the
+  // Authorization header) and reads server-sent events until it ends; it
+  // reconnects with capped backoff. There is no polling: the page refetches
+  // state only when an event says something changed.
+  async function connect() {
+    if (st.conn) st.conn.abort();
+    const ctl = new AbortController();
+    st.conn = ctl;
+    setConn('connecting', 'connecting…');
+    try {
+      const res = await fetch('/v1/events', { headers: headers({ Accept: 'text/event-stream' }), cache: 'no-store', signal: ctl.signal });
+      if (res.status === 401) { askToken(true); return; }
+      if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
+      setConn('live', 'live');
+      st.retry = 0;
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value.replace(/\r\n?/g, '\n');
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          dispatch(block);
+        }
+      }
+      throw new Error('the stream ended');
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+      const delay = Math.min(15000, 500 * 2 ** st.retry++);
+      setConn('offline', `offline (${e.message}); retrying in ${Math.round(delay / 1000)}s`);
+      setTimeout(() => { if (st.conn === ctl) connect(); }, delay);
+    }
+  }
+
+  function dispatch(block) {
+    let event = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (!line || line[0] === ':') continue;
+      const c = line.indexOf(':');
+      const field = c < 0 ? line : line.slice(0, c);
+      let v = c < 0 ? '' : line.slice(c + 1);
+      if (v[0] === ' ') v = v.slice(1);
+      if (field === 'event') event = v;
+      else if (field === 'data') data.push(v);
+    }
+    if (!data.length) return;
+    let p;
+    try { p = JSON.parse(data.join('\n')); } catch (_) { return; }
+    onEvent(event, p);
+  }
+
+  function onEvent(type, p) {
+    switch (type) {
+      case 'state': {
+        // Countdowns use the daemon's clock; a skew under a second is
+        // only the latency of this event, so it is ignored.
+        const t = Date.parse(p.time);
+        if (!isNaN(t)) st.skew = Math.abs(t - Date.now()) > 1000 ? t - Date.now() : 0;
+        st.skills = p.skills || [];
+        st.timeline = [];
+        st.lastActive = {};
+        st.crashed = {};
+        for (const e of p.recent || []) classify(e);
+        renderSkills();
+        renderTimeline();
+        refresh(); // tree problems and call counts
+        search();
+        break;
+      }
+      case 'lifecycle':
+      case 'registry':
+        classify(p);
+        renderTimeline();
+        soon(refresh, 'refresh', 120);
+        if (type === 'registry') soon(search, 'search', 300);
+        break;
+      case 'lagged':
+        soon(refresh, 'refresh', 0);
+        soon(search, 'search', 0);
+        break;
+    }
+  }
+
+  const timers = {};
+  function soon(fn, key, ms) {
+    clearTimeout(timers[key]);
+    timers[key] = setTimeout(fn, ms);
+  }
+
+  // refresh fetches the skills (with tree problems) and the call counters.
+  async function refresh() {
+    try {
+      const [body, calls] = await Promise.all([api('GET', '/v1/skills'), fetchCalls()]);
+      st.skills = body.skills || [];
+      st.problems = body.problems || [];
+      st.calls = calls;
+      renderSkills();
+    } catch (e) {
+      if (e.status !== 401) notice(`Refreshing skills failed: ${e.code}: ${e.message}`);
+    }
+  }
+
+  // fetchCalls reads skillhost_calls_total{tool,outcome} from /metrics and
+  // sums it per skill; every outcome but "ok" counts as an error.
+  async function fetchCalls() {
+    const out = {};
+    let res;
+    try {
+      res = await fetch('/metrics', { headers: headers(), cache: 'no-store' });
+    } catch (_) { return st.calls; }
+    if (!res.ok) return st.calls;
+    const text = await res.text();
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('skillhost_calls_total{')) continue;
+      const end = line.lastIndexOf('}');
+      const labels = {};
+      line.slice(22, end).replace(/(\w+)="((?:[^"\\]|\\.)*)"/g, (_, k, v) => { labels[k] = v; return ''; });
+      const n = parseFloat(line.slice(end + 1));
+      const skill = (labels.tool || '').split('.')[0];
+      if (!skill || !(n >= 0)) continue;
+      const c = out[skill] || (out[skill] = { calls: 0, errors: 0 });
+      c.calls += n;
+      if (labels.outcome !== 'ok') c.errors += n;
+    }
+    return out;
+  }
+
+  // ---- timeline ----------------------------------------------------------
+  // classify labels an event (swap, up, crash, restart, drain, stop, fail)
+  // from the events before it, and appends it to the timeline.
+  function classify(e) {
+    const key = e.skill + '@' + e.version;
+    let kind = e.state || e.type;
+    let what = `${e.skill} ${e.version || ''}`.trim();
+    if (e.type === 'registry') {
+      kind = 'registry';
+      what += `: tools ${e.state}` + (e.tools ? ` (${e.tools} registered)` : '');
+    } else {
+      const from = e.from ? `${e.from} → ${e.state}` : e.state;
+      what += `: ${from}`;
+      switch (e.state) {
+        case 'active': {
+          const prev = st.lastActive[e.skill];
+          if (st.crashed[key] || /restart/i.test(e.reason || '')) kind = 'restart';
+          else if (prev && prev !== e.version) { kind = 'swap'; what = `${e.skill} ${prev} → ${e.version}: swapped in`; }
+          else kind = 'up';
+          st.lastActive[e.skill] = e.version;
+          delete st.crashed[key];
+          break;
+        }
+        case 'crashed': kind = 'crash'; st.crashed[key] = true; break;
+        case 'draining': kind = 'drain'; if (st.lastActive[e.skill] === e.version) delete st.lastActive[e.skill]; break;
+        case 'stopped': kind = 'stop'; if (st.lastActive[e.skill] === e.version) delete st.lastActive[e.skill]; break;
+        case 'failed': case 'invalid': case 'incomplete': kind = 'fail'; break;
+        case 'starting': kind = 'start'; break;
+      }
+    }
+    const extra = [];
+    if (e.pid) extra.push('pid ' + e.pid);
+    if (e.duration_ms) extra.push(e.duration_ms.toFixed(1) + ' ms');
+    st.timeline.push({ e, kind, what, why: [e.reason, extra.join(', ')].filter(Boolean).join(' · ') });
+    if (st.timeline.length > TIMELINE_MAX) st.timeline.splice(0, st.timeline.length - TIMELINE_MAX);
+  }
+
+  function renderTimeline() {
+    const showRegistry = $('show-registry').checked;
+    const items = [];
+    for (let i = st.timeline.length - 1; i >= 0; i--) {
+      const t = st.timeline[i];
+      if (t.kind === 'registry' && !showRegistry) continue;
+      items.push(h('li', { class: t.e.type, 'data-kind': t.kind, 'data-skill': t.e.skill, 'data-version': t.e.version || '' },
+        h('time', { datetime: t.e.time, title: t.e.time, text: clock(t.e.time) }),
+        badge('k-' + t.kind, t.kind),
+        h('div', {}, h('div', { class: 'what', text: t.what }), t.why ? h('div', { class: 'why', text: t.why }) : null)));
+    }
+    if (!items.length) items.push(h('li', { class: 'none', text: 'No events yet.' }));
+    $('timeline').replaceChildren(...items);
+  }
+
+  // ---- skills table ------------------------------------------------------
+  const BAD = new Set(['failed', 'invalid', 'incomplete', 'crashed']);
+
+  function versionLine(v) {
+    const parts = [badge('v', v.version), badge('s-' + v.state, v.state)];
+    if (v.state === 'draining') {
+      if (v.drain_deadline) parts.push(h('span', { class: 'countdown', 'data-deadline': v.drain_deadline, text: countdown(v.drain_deadline) }));
+      if (v.in_flight) parts.push(h('span', { class: 'why note', text: `${v.in_flight} in flight` }));
+    }
+    const why = [];
+    if (v.last_error) why.push(v.last_error);
+    for (const p of v.problems || []) why.push((p.path ? p.path + ': ' : '') + p.message);
+    if (why.length) parts.push(h('span', { class: BAD.has(v.state) ? 'why' : 'why note', text: why.join('; ') }));
+    return h('div', { class: 'version', 'data-version': v.version, 'data-state': v.state }, parts);
+  }
+
+  function countdown(iso) {
+    const left = Date.parse(iso) - now();
+    return left > 0 ? `ends in ${Math.ceil(left / 1000)}s` : 'grace over, stopping…';
+  }
+
+  function renderSkills() {
+    const body = $('skills-body');
+    const rows = [];
+    let tools = 0;
+    for (const s of st.skills) {
+      const active = (s.versions || []).find((v) => v.version === s.active);
+      const others = (s.versions || []).filter((v) => v !== active);
+      const inFlight = (s.versions || []).reduce((n, v) => n + (v.in_flight || 0), 0);
+      const c = st.calls[s.name] || { calls: 0, errors: 0 };
+      if (active && active.tools) tools += active.tools.length;
+      const nameCell = h('td', { class: 'name' },
+        h('strong', { text: s.name }), ' ',
+        s.disabled ? badge('s-disabled', 'disabled') : null, ' ',
+        s.pinned ? badge('s-pinned', 'pinned ' + s.pinned, 'pinned by an operator') : null,
+        s.reason ? h('div', { class: 'reason', text: s.reason }) : null);
+      const activeCell = h('td', { class: 'active' }, active
+        ? h('div', { class: 'version', 'data-version': active.version, 'data-state': active.state },
+          badge('v', active.version), badge('s-' + active.state, active.state),
+          active.last_error && BAD.has(active.state) ? h('span', { class: 'why', text: active.last_error }) : null)
+        : h('span', { class: 'muted', text: '—' }));
+      rows.push(h('tr', { 'data-skill': s.name, 'data-active': s.active || '', 'data-disabled': String(!!s.disabled), 'data-pinned': s.pinned || '' },
+        nameCell,
+        activeCell,
+        h('td', { class: 'others' }, others.length ? h('div', { class: 'versions' }, others.map(versionLine)) : h('span', { class: 'muted', text: '—' })),
+        h('td', { class: 'num pid', text: active && active.pid ? active.pid : '—' }),
+        h('td', { class: 'num uptime' }, active && active.started_at && active.pid
+          ? h('span', { 'data-since': active.started_at, title: 'since ' + active.started_at, text: dur(now() - Date.parse(active.started_at)) }) : '—'),
+        h('td', { class: 'num restarts', text: active ? active.restarts : '—' }),
+        h('td', { class: 'num inflight', text: inFlight }),
+        h('td', { class: 'num calls', text: c.calls }),
+        h('td', { class: 'num errors', title: `${c.errors} of ${c.calls} calls failed`, text: c.calls ? `${c.errors} (${(100 * c.errors / c.calls).toFixed(c.errors && c.errors < c.calls ? 1 : 0)}%)` : '—' }),
+        h('td', {}, actions(s))));
+    }
+    if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 10, text: 'No skills in the tree.' })));
+    setChildren(body, rows.map((r) => patchRow(body, r)));
+    $('summary').textContent = `${st.skills.length} skills · ${tools} tools`;
+    const probs = $('tree-problems');
+    probs.replaceChildren(...st.problems.map((p) => h('li', { text: (p.path ? p.path + ': ' : '') + p.message })));
+    probs.hidden = !st.problems.length;
+  }
+
+  // patchRow keeps the row already on the page for the same skill and
+  // replaces only the cells whose content changed. Events arrive at any
+  // moment; rebuilding a whole row would drop a click that is half done
+  // (mouse down on the old button, up on the new one), the focus and an
+  // open version list.
+  function patchRow(body, fresh) {
+    const old = onPage(body, 'skill', fresh);
+    if (!old || old.cells.length !== fresh.cells.length) return fresh;
+    for (const a of fresh.getAttributeNames()) old.setAttribute(a, fresh.getAttribute(a));
+    for (let i = fresh.cells.length - 1; i >= 0; i--) {
+      if (!same(old.cells[i], fresh.cells[i])) old.cells[i].replaceWith(fresh.cells[i]);
+    }
+    return old;
+  }
+
+  // setChildren makes want the children of parent, moving only what is out
+  // of place: a node taken out of the page, even for a moment, loses the
+  // focus and a click in progress.
+  function setChildren(parent, want) {
+    want.forEach((n, i) => {
+      if (parent.children[i] !== n) parent.insertBefore(n, parent.children[i] || null);
+    });
+    while (parent.children.length > want.length) parent.lastElementChild.remove();
+  }
+
+  // onPage finds the element in parent with fresh's data-<key>.
+  function onPage(parent, key, fresh) {
+    const v = fresh.dataset[key];
+    return v ? parent.querySelector(`:scope > [data-${key}="${CSS.escape(v)}"]`) : null;
+  }
+
+  // same compares the nodes (attributes and content), and the values of
+  // selects (a chosen option is a property, not an attribute).
+  function same(a, b) {
+    if (!a.isEqualNode(b)) return false;
+    const sa = a.querySelectorAll('select'), sb = b.querySelectorAll('select');
+    return [...sa].every((s, i) => s.value === sb[i].value);
+  }
+
+  function actions(s) {
+    const pinnable = (s.versions || []).filter((v) => !['invalid', 'incomplete'].includes(v.state)).map((v) => v.version);
+    const want = pinnable.includes(st.pinChoice[s.name]) ? st.pinChoice[s.name] : (s.pinned || s.active);
+    const sel = h('select', { 'data-role': 'pin-version', 'aria-label': 'version to pin', onchange: (e) => { st.pinChoice[s.name] = e.target.value; } },
+      pinnable.map((v) => h('option', { value: v, text: v, selected: v === want })));
+    return h('div', { class: 'actions' },
+      s.disabled
+        ? h('button', { type: 'button', class: 'small', 'data-action': 'enable', text: 'Enable', onclick: (e) => act(e, 'POST', `/v1/skills/${enc(s.name)}/enable`, undefined, `${s.name} enabled`) })
+        : h('button', { type: 'button', class: 'small danger', 'data-action': 'disable', text: 'Disable', onclick: (e) => act(e, 'POST', `/v1/skills/${enc(s.name)}/disable`, undefined, `${s.name} disabled: its tools are gone, in-flight calls finish`) }),
+      pinnable.length ? sel : null,
+      pinnable.length ? h('button', { type: 'button', class: 'small ghost', 'data-action': 'pin', text: 'Pin', title: 'serve this version even when a newer one exists', onclick: (e) => act(e, 'PUT', `/v1/skills/${enc(s.name)}/pin`, { version: sel.value }, `${s.name} pinned to ${sel.value}`) }) : null,
+      s.pinned ? h('button', { type: 'button', class: 'small ghost', 'data-action': 'unpin', text: 'Unpin', onclick: (e) => act(e, 'DELETE', `/v1/skills/${enc(s.name)}/pin`, undefined, `${s.name} unpinned: the newest valid version serves`) }) : null);
+  }
+  const enc = encodeURIComponent;
+
+  // act runs an operator action; the answer is the skill's new status.
+  async function act(ev, method, path, body, done) {
+    const b = ev.currentTarget;
+    b.disabled = true;
+    try {
+      const s = await api(method, path, body);
+      if (s && s.name) {
+        const i = st.skills.findIndex((x) => x.name === s.name);
+        if (i >= 0) st.skills[i] = s;
+      }
+      renderSkills();
+      notice(done, 'ok');
+    } catch (e) {
+      notice(`${method} ${path}: ${e.code}: ${e.message}`);
+      b.disabled = false;
+    }
+  }
+
+  async function rescan() {
+    const b = $('rescan');
+    b.disabled = true;
+    try {
+      const body = await api('POST', '/v1/rescan');
+      st.skills = body.skills || [];
+      st.problems = body.problems || [];
+      renderSkills();
+      notice('Rescanned the skills tree.', 'ok');
+    } catch (e) {
+      notice(`Rescan failed: ${e.code}: ${e.message}`);
+    } finally {
+      b.disabled = false;
+    }
+  }
+
+  // tick moves the countdowns and uptimes on, from the page's clock.
+  function tick() {
+    for (const el of document.querySelectorAll('[data-deadline]')) el.textContent = countdown(el.dataset.deadline);
+    for (const el of document.querySelectorAll('[data-since]')) el.textContent = dur(now() - Date.parse(el.dataset.since));
+  }
+
+  // ---- tools -------------------------------------------------------------
+  async function search() {
+    const q = $('tool-q').value.trim();
+    const tags = $('tool-tags').value.trim();
+    const params = new URLSearchParams();
+    if (q) params.set('q', q);
+    if (tags) params.set('tags', tags);
+    if (q || tags) params.set('limit', '20');
+    const path = '/v1/tools' + (params.toString() ? '?' + params : '');
+    try {
+      const body = await api('GET', path);
+      st.tools = body.tools || [];
+      renderTools(q || tags);
+    } catch (e) {
+      if (e.status === 401) return;
+      $('tool-list').replaceChildren(h('li', { class: 'none error', text: `${e.code}: ${e.message}` }));
+    }
+  }
+
+  function toolMeta(t) {
+    return h('div', { class: 'tmeta' },
+      typeof t.score === 'number' ? badge('score', 'score ' + t.score.toFixed(2), 'prefilter score') : null,
+      t.available === false ? badge('s-unavailable', 'unavailable') : null,
+      (t.tags || []).map((tag) => badge('tag', tag)));
+  }
+
+  function renderTools(filtered) {
+    const items = st.tools.map((t) => h('li', { 'data-tool': t.name, 'aria-selected': String(t.name === st.selected) },
+      h('button', { type: 'button', onclick: () => select(t.name) },
+        h('div', { class: 'tname', text: t.name }),
+        h('div', { class: 'tdesc', text: t.description }),
+        toolMeta(t))));
+    if (!items.length) items.push(h('li', { class: 'none', text: filtered ? 'No tool matches.' : 'No tools are registered.' }));
+    // Unchanged entries stay the same elements, as in the skills table.
+    const list = $('tool-list');
+    setChildren(list, items.map((li) => {
+      const old = onPage(list, 'tool', li);
+      return old && same(old, li) ? old : li;
+    }));
+  }
+
+  function select(name) {
+    const t = st.tools.find((x) => x.name === name);
+    if (!t) return;
+    st.selected = name;
+    for (const li of $('tool-list').children) li.setAttribute('aria-selected', String(li.dataset.tool === name));
+    renderDetail(t);
+  }
+
+  function renderDetail(t) {
+    const ann = t.annotations || {};
+    const flags = ['read_only', 'destructive', 'idempotent', 'open_world'].filter((k) => ann[k]).map((k) => badge('tag', k.replace('_', '-')));
+    const result = h('div', { id: 'try-result', 'aria-live': 'polite' });
+    $('tool-detail').replaceChildren(
+      h('h3', { text: t.name }),
+      h('div', { class: 'tmeta' }, badge('v', `${t.skill} ${t.version}`), h('span', { class: 'muted small mono', text: t.llm_name }), flags),
+      h('div', { class: 'desc', text: t.description }),
+      toolMeta(t),
+      h('details', { open: true }, h('summary', { text: 'Input schema' }), h('pre', { class: 'schema', text: json(t.input_schema) })),
+      t.output_schema ? h('details', {}, h('summary', { text: 'Output schema' }), h('pre', { text: json(t.output_schema) })) : null,
+      tryForm(t, result),
+      result);
+  }
+
+  // ---- the "try it" form --------------------------------------------------
+  function typeOf(s) {
+    if (!s || typeof s !== 'object') return 'any';
+    if (Array.isArray(s.enum)) return 'enum';
+    let ty = s.type;
+    if (Array.isArray(ty)) {
+      const nn = ty.filter((x) => x !== 'null');
+      ty = nn.length === 1 ? nn[0] : 'json';
+    }
+    if (['string', 'number', 'integer', 'boolean'].includes(ty)) return ty;
+    return 'json';
+  }
+
+  // field returns the input for one property and a reader of its value:
+  // read() returns undefined to leave the argument out, or throws.
+  function field(name, s, required) {
+    s = s || {};
+    const ty = typeOf(s);
+    const id = 'arg-' + name;
+    let input, read;
+    const dflt = s.default;
+    const example = Array.isArray(s.examples) && s.examples.length ? s.examples[0] : undefined;
+    switch (ty) {
+      case 'enum': {
+        const opts = [];
+        if (!required) opts.push(h('option', { value: '', text: dflt !== undefined ? `(default: ${dflt})` : '(none)' }));
+        // A string choice is its own option value; any other is its JSON.
+        const key = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+        for (const v of s.enum) opts.push(h('option', { value: key(v), text: key(v), selected: !required ? false : v === dflt }));
+        input = h('select', { id, name }, opts);
+        read = () => (input.value === '' ? undefined : s.enum.find((v) => key(v) === input.value));
+        break;
+      }
+      case 'boolean': {
+        input = h('input', { type: 'checkbox', id, name, checked: dflt === true });
+        read = () => (required || input.checked !== (dflt === true) ? input.checked : undefined);
+        break;
+      }
+      case 'number':
+      case 'integer': {
+        input = h('input', {
+          type: 'number', id, name, step: ty === 'integer' ? '1' : 'any',
+          min: s.minimum, max: s.maximum, placeholder: dflt !== undefined ? `default ${dflt}` : (example !== undefined ? String(example) : ''),
+        });
+        read = () => {
+          if (input.value === '') return undefined;
+          const n = Number(input.value);
+          if (!Number.isFinite(n)) throw new Error(`${name}: not a number`);
+          if (ty === 'integer' && !Number.isInteger(n)) throw new Error(`${name}: must be a whole number`);
+          return n;
+        };
+        break;
+      }
+      case 'string': {
+        const long = !s.maxLength || s.maxLength > 200;
+        const ph = example !== undefined ? `e.g. ${example}` : (dflt !== undefined ? `default ${dflt}` : '');
+        input = long && /text|content|body|markdown|prompt/i.test(name)
+          ? h('textarea', { id, name, rows: 3, placeholder: ph })
+          : h('input', { type: 'text', id, name, placeholder: ph, maxLength: s.maxLength || undefined });
+        read = () => (input.value === '' && !required ? undefined : input.value);
+        break;
+      }
+      default: {
+        input = h('textarea', { id, name, rows: 3, placeholder: dflt !== undefined ? json(dflt) : (s.type === 'array' ? '[ ]' : '{ }') });
+        read = () => {
+          if (input.value.trim() === '') return undefined;
+          try { return JSON.parse(input.value); } catch (e) { throw new Error(`${name}: not valid JSON (${e.message})`); }
+        };
+      }
+    }
+    const typeText = ty === 'enum' ? 'enum' : ty === 'json' ? (s.type ? [].concat(s.type).join('|') : 'any') + ' (JSON)' : ty;
+    const label = h('label', { for: id },
+      h('span', { class: 'mono', text: name }),
+      h('span', { class: 'type', text: typeText }),
+      required ? h('span', { class: 'req', text: 'required' }) : null);
+    const help = s.description ? h('div', { class: 'help', text: s.description }) : null;
+    const el = ty === 'boolean'
+      ? h('div', { class: 'field check', 'data-field': name }, h('label', { for: id }, input, ' ', h('span', { class: 'mono', text: name }), required ? h('span', { class: 'req', text: 'required' }) : null), help)
+      : h('div', { class: 'field', 'data-field': name }, label, input, help);
+    return { el, read };
+  }
+
+  function tryForm(t, result) {
+    const schema = t.input_schema || {};
+    const req = new Set(schema.required || []);
+    const fields = Object.entries(schema.properties || {}).map(([n, s]) => ({ name: n, ...field(n, s, req.has(n)) }));
+    const submit = h('button', { type: 'submit', text: 'Invoke', 'data-action': 'invoke' });
+    const form = h('form', { class: 'try', id: 'try-form', 'data-tool': t.name, autocomplete: 'off' },
+      h('h4', { text: 'Try it' }),
+      fields.length ? fields.map((f) => f.el) : h('div', { class: 'muted small', text: 'This tool takes no arguments.' }),
+      h('div', { class: 'row' }, submit, h('span', { class: 'muted small mono', text: `POST /v1/tools/${t.name}/invoke` })));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const args = {};
+      try {
+        for (const f of fields) {
+          const v = f.read();
+          if (v !== undefined) args[f.name] = v;
+        }
+      } catch (err) {
+        showResult(result, { error: { code: 'form', message: err.message } });
+        return;
+      }
+      submit.disabled = true;
+      try {
+        const res = await api('POST', `/v1/tools/${enc(t.name)}/invoke`, { arguments: args });
+        showResult(result, res);
+      } catch (err) {
+        showResult(result, { error: { code: err.code, message: err.message, details: err.details }, status: err.status });
+      } finally {
+        submit.disabled = false;
+        soon(refresh, 'refresh', 50); // the call counters moved
+      }
+    });
+    return form;
+  }
+
+  function showResult(el, r) {
+    if (r.error) {
+      el.className = 'result err';
+      el.replaceChildren(
+        h('div', {}, h('span', { class: 'code', text: r.error.code }), r.status ? h('span', { class: 'muted small', text: ` HTTP ${r.status}` }) : null),
+        h('div', { class: 'msg', text: r.error.message }),
+        r.error.details ? h('pre', { text: json(r.error.details) }) : null);
+      return;
+    }
+    el.className = 'result ok';
+    el.replaceChildren(
+      h('div', { class: 'meta', text: `${r.skill} ${r.version} · ${r.duration_ms} ms` }),
+      h('pre', { class: 'value', text: json(r.result) }));
+  }
+
+  // ---- start -------------------------------------------------------------
+  function start() {
+    initToken();
+    $('rescan').addEventListener('click', rescan);
+    $('notice-close').addEventListener('click', () => { $('notice').hidden = true; });
+    $('show-registry').addEventListener('change', renderTimeline);
+    $('tool-search').addEventListener('submit', (e) => { e.preventDefault(); search(); });
+    $('tool-q').addEventListener('input', () => soon(search, 'search', 250));
+    $('tool-tags').addEventListener('input', () => soon(search, 'search', 250));
+    setInterval(tick, 1000);
+    renderTimeline();
+    connect();
+  }
+  start();
+})();
