@@ -1,0 +1,344 @@
+// Package bench is skillhost's performance suite: it measures, in one run
+// on one machine, the call latency and throughput of two tools (echo, blob)
+// through the skillhost HTTP API (on TCP and on a unix socket), the
+// registry's Go invoke, a bare go-plugin gRPC client, an MCP stdio server
+// built with the official go-sdk, a plain in-process call and, as the floor
+// of any HTTP hop, a bare net/http server process; then hot-swap latency
+// under load, start-up and memory with 50 skills, and the registry's search
+// and memory at 10,000 tools; and it records CPU profiles of the invoke
+// path and of start-up.
+// cmd/skillbench runs it; scripts/bench.sh builds everything and calls that.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skillhost/skillhost/internal/bench/tools"
+	"github.com/skillhost/skillhost/pkg/api"
+)
+
+// Config says what to run and where the binaries are.
+type Config struct {
+	Repo     string // module root (for git and the registry benchmarks)
+	HostBin  string // cmd/host
+	SkillBin string // internal/benchskill
+	MCPBin   string // internal/benchmcp
+	Out      string // results, profiles and logs go here
+	Quick    bool
+	Command  string    // how the run was started, for the report
+	Log      io.Writer `json:"-"` // progress; nil: os.Stderr
+
+	Rounds      int           // measurement rounds; every figure is the median over them
+	Serial      int           // serial calls per latency measurement
+	SerialMax   time.Duration // but no longer than this (at least 100 calls)
+	Window      time.Duration // per throughput measurement
+	Warm        time.Duration // warm-up before each throughput measurement
+	Concurrency []int
+	Swaps       int
+	SwapCallers int
+	Skills      int   // for the scale test
+	ScaleRuns   int   // runs at the daemon's default --max-parallel-starts
+	ScaleAlso   []int // other --max-parallel-starts values, one run each
+	SearchIters int
+	SearchCount int
+	ProfileTime time.Duration
+}
+
+// Defaults returns the quick (CI) or full configuration.
+func Defaults(quick bool) Config {
+	c := Config{
+		Quick: quick, Rounds: 6, Serial: 1500, SerialMax: 1500 * time.Millisecond, Window: time.Second, Warm: 150 * time.Millisecond,
+		Concurrency: []int{1, 16, 64}, Swaps: 30, SwapCallers: 8, Skills: 50, ScaleRuns: 5, ScaleAlso: []int{4, 16},
+		SearchIters: 3000, SearchCount: 3, ProfileTime: 4 * time.Second,
+	}
+	if quick {
+		c.Rounds, c.Serial, c.SerialMax, c.Window, c.Warm = 2, 300, 400*time.Millisecond, 250*time.Millisecond, 80*time.Millisecond
+		c.Swaps, c.ScaleRuns, c.ScaleAlso = 20, 1, nil
+		c.SearchIters, c.SearchCount, c.ProfileTime = 1000, 1, 1500*time.Millisecond
+	}
+	return c
+}
+
+// callStats is one path and tool: medians over the rounds.
+type callStats struct {
+	P50    time.Duration     `json:"p50_ns"`
+	P99    time.Duration     `json:"p99_ns"`
+	Tput   map[int]float64   `json:"calls_per_s"`
+	Failed int64             `json:"failed"`
+	P50s   []time.Duration   `json:"p50_rounds_ns"`
+	P99s   []time.Duration   `json:"p99_rounds_ns"`
+	Tputs  map[int][]float64 `json:"calls_per_s_rounds"`
+}
+
+// Results is everything one run measured.
+type Results struct {
+	Mode     string                           `json:"mode"`
+	Command  string                           `json:"command"`
+	Machine  machine                          `json:"machine"`
+	Config   Config                           `json:"config"`
+	Paths    []string                         `json:"paths"`
+	Tools    []string                         `json:"tools"`
+	Calls    map[string]map[string]*callStats `json:"calls"` // tool -> path key
+	Swap     swapResult                       `json:"swap"`
+	Scale    []scaleResult                    `json:"scale"`
+	Registry registryResult                   `json:"registry"`
+	Profiles []profileResult                  `json:"profiles"`
+	Targets  []Target                         `json:"targets"`
+}
+
+// Run runs the suite.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(cfg.Log, "skillbench: "+format+"\n", a...) }
+	began := time.Now()
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "skillbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	res := &Results{
+		Mode: map[bool]string{true: "quick", false: "full"}[cfg.Quick], Config: cfg, Command: cfg.Command,
+		Machine: machine{
+			CPU: cpuModel(), Cores: runtime.NumCPU(), MemTotal: memOf("/proc/meminfo", "MemTotal"), Kernel: kernel(),
+			GoVer: runtime.Version(), LoadAvg: loadAvg(), Started: began.UTC().Format(time.RFC3339),
+		},
+		Paths: []string{pathHTTP, pathHTTPUnix, pathRegistry, pathPlugin, pathMCP, pathFunc, pathBareHTTP},
+		Tools: []string{tools.EchoTool, tools.BlobTool},
+		Calls: map[string]map[string]*callStats{},
+	}
+	res.Machine.Commit, res.Machine.Dirty = gitCommit(cfg.Repo)
+	bin, err := newSkillBinary(cfg.SkillBin)
+	if err != nil {
+		return nil, err
+	}
+
+	// The call paths, each over its own process and tree.
+	logf("starting the call paths")
+	httpRoot := filepath.Join(work, "http", "skills")
+	if err := bin.install(httpRoot, "bench", "1.0.0"); err != nil {
+		return nil, err
+	}
+	d, err := startDaemon(cfg.HostBin, httpRoot, filepath.Join(work, "http"))
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	regRoot := filepath.Join(work, "reg", "skills")
+	if err := bin.install(regRoot, "bench", "1.0.0"); err != nil {
+		return nil, err
+	}
+	pb, reg, ld, err := registryPath(ctx, regRoot, filepath.Join(work, "reg", "run"))
+	if err != nil {
+		return nil, err
+	}
+	defer pb.close()
+	pc, err := pluginPath(cfg.SkillBin)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.close()
+	pd, err := mcpPath(ctx, cfg.MCPBin)
+	if err != nil {
+		return nil, err
+	}
+	defer pd.close()
+	pa := httpPath(d.url, "bench")
+	defer pa.close()
+	unixRoot := filepath.Join(work, "unix", "skills")
+	if err := bin.install(unixRoot, "bench", "1.0.0"); err != nil {
+		return nil, err
+	}
+	du, err := startDaemonOn(cfg.HostBin, unixRoot, filepath.Join(work, "unix"), "unix:"+filepath.Join(work, "unix", "api.sock"))
+	if err != nil {
+		return nil, err
+	}
+	defer du.stop()
+	pa2 := httpPath(du.url, "bench")
+	pa2.key, pa2.name = pathHTTPUnix, pathNames[pathHTTPUnix]
+	defer pa2.close()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := bareHTTPPath(self, filepath.Join(work, "bare"))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.close()
+	paths := []*path{pa, pa2, pb, pc, pd, funcPath(), pf}
+	for _, p := range paths {
+		for _, t := range res.Tools {
+			if err := p.call(ctx, t); err != nil {
+				return nil, fmt.Errorf("%s %s: first call: %w", p.name, t, err)
+			}
+		}
+	}
+
+	measureCalls(ctx, cfg, res, paths, logf)
+
+	// CPU profiles of the invoke path (b), and of the API handler (pkg/api)
+	// served in this process over loopback.
+	logf("profiling the invoke path")
+	for _, t := range res.Tools {
+		pr, err := profilePath(ctx, pb, t, 16, cfg.ProfileTime, filepath.Join(cfg.Out, "cpu-invoke-"+t+".pprof"))
+		if err != nil {
+			return nil, err
+		}
+		res.Profiles = append(res.Profiles, pr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: api.New(api.Config{Registry: reg, Skills: ld})}
+	go srv.Serve(ln)
+	hp := httpPath("http://"+ln.Addr().String(), "bench")
+	pr, err := profilePath(ctx, hp, tools.EchoTool, 16, cfg.ProfileTime, filepath.Join(cfg.Out, "cpu-api-inprocess-echo.pprof"))
+	hp.close()
+	srv.Close()
+	if err != nil {
+		return nil, err
+	}
+	pr.Name = "(a') API handler in-process echo"
+	res.Profiles = append(res.Profiles, pr)
+
+	// Stop the call paths before the phases that start many processes.
+	for _, p := range paths {
+		p.close()
+	}
+	d.stop()
+	du.stop()
+
+	logf("hot swap: %d swaps, %d callers", cfg.Swaps, cfg.SwapCallers)
+	res.Swap, err = hotSwap(ctx, bin, filepath.Join(work, "swap"), cfg.Swaps, cfg.SwapCallers)
+	if err != nil {
+		return nil, err
+	}
+
+	scaleRoot := filepath.Join(work, "scale", "skills")
+	logf("scale: installing %d skills", cfg.Skills)
+	if err := makeScaleTree(bin, scaleRoot, cfg.Skills); err != nil {
+		return nil, err
+	}
+	// Write the ~1 GB just installed back to disk now, so that the first
+	// start does not compete with the kernel's writeback.
+	syscall.Sync()
+	runs := []int{}
+	for i := 0; i < cfg.ScaleRuns; i++ {
+		runs = append(runs, 0)
+	}
+	runs = append(runs, cfg.ScaleAlso...)
+	for i, mp := range runs {
+		logf("scale: start %d/%d (max-parallel-starts %s)", i+1, len(runs), parallelName(mp))
+		r, err := scaleRun(ctx, cfg.HostBin, scaleRoot, scaleDir(filepath.Join(work, "scale"), i), cfg.Skills, mp)
+		if err != nil {
+			return nil, err
+		}
+		res.Scale = append(res.Scale, r)
+	}
+
+	logf("scale: profiling an in-process loader start over the %d skills", cfg.Skills)
+	startFile := filepath.Join(cfg.Out, "cpu-loader-start.pprof")
+	took, err := profileStart(ctx, scaleRoot, filepath.Join(work, "scale", "inproc-run"), startFile)
+	if err != nil {
+		return nil, err
+	}
+	sp := profileResult{Name: fmt.Sprintf("loader.Start over %d skills, in-process", cfg.Skills), File: startFile, Seconds: took.Seconds()}
+	sp.Flat, sp.Ours = summarize(startFile)
+	res.Profiles = append(res.Profiles, sp)
+
+	logf("registry: search and memory at 10,000 tools (pkg/registry benchmarks)")
+	res.Registry, err = registryBench(ctx, cfg.Repo, cfg.Out, cfg.SearchIters, cfg.SearchCount)
+	if err != nil {
+		return nil, err
+	}
+
+	res.Machine.LoadEnd = loadAvg()
+	res.Machine.Took = time.Since(began).Seconds()
+	res.Targets = evaluate(res)
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(cfg.Out, "results.json"), b, 0o644); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func parallelName(mp int) string {
+	if mp == 0 {
+		return fmt.Sprintf("%d, the default", defaultMaxParallelStarts)
+	}
+	return fmt.Sprint(mp)
+}
+
+func gitCommit(repo string) (string, bool) {
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown", false
+	}
+	st, _ := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output()
+	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(st))) > 0
+}
+
+// measureCalls measures latency and throughput of every path and tool.
+// The paths are interleaved: within a round every path is measured right
+// after the others at the same load, in an order that rotates from round
+// to round, so that the machine's background load falls on all of them
+// alike. Every figure is the median over the rounds.
+func measureCalls(ctx context.Context, cfg Config, res *Results, paths []*path, logf func(string, ...any)) {
+	for _, t := range res.Tools {
+		res.Calls[t] = map[string]*callStats{}
+		for _, p := range paths {
+			res.Calls[t][p.key] = &callStats{Tput: map[int]float64{}, Tputs: map[int][]float64{}}
+		}
+	}
+	for round := 0; round < cfg.Rounds; round++ {
+		order := make([]*path, len(paths))
+		for i := range paths {
+			order[i] = paths[(i+round)%len(paths)]
+		}
+		for _, t := range res.Tools {
+			logf("round %d/%d: %s serial latency", round+1, cfg.Rounds, t)
+			for _, p := range order {
+				lat, failed := latency(ctx, p.call, t, cfg.Serial, max(20, cfg.Serial/20), cfg.SerialMax)
+				st := res.Calls[t][p.key]
+				st.P50s = append(st.P50s, percentile(lat, 0.50))
+				st.P99s = append(st.P99s, percentile(lat, 0.99))
+				st.Failed += int64(failed)
+			}
+			for _, c := range cfg.Concurrency {
+				logf("round %d/%d: %s throughput, %d callers", round+1, cfg.Rounds, t, c)
+				for _, p := range order {
+					tp, failed := throughput(ctx, p.call, t, c, cfg.Window, cfg.Warm)
+					st := res.Calls[t][p.key]
+					st.Tputs[c] = append(st.Tputs[c], tp)
+					st.Failed += failed
+				}
+			}
+		}
+	}
+	for _, t := range res.Tools {
+		for _, st := range res.Calls[t] {
+			st.P50, st.P99 = medianDur(st.P50s), medianDur(st.P99s)
+			for c, v := range st.Tputs {
+				st.Tput[c] = median(v)
+			}
+		}
+	}
+}

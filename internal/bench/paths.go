@@ -1,0 +1,341 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+
+	"github.com/skillhost/skillhost/internal/bench/tools"
+	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/sdk"
+	skillpb "github.com/skillhost/skillhost/sdk/proto"
+)
+
+// A path is one way of reaching the benchmark tools.
+type path struct {
+	key   string // "a".."e"
+	name  string
+	call  callFunc
+	close func()
+}
+
+// Path keys, in the order the report shows them.
+const (
+	pathHTTP     = "a"
+	pathHTTPUnix = "a2"
+	pathRegistry = "b"
+	pathPlugin   = "c"
+	pathMCP      = "d"
+	pathFunc     = "e"
+	pathBareHTTP = "f"
+)
+
+// pathNames are the report's names. a2 and f are not in the issue: a2 is
+// the daemon's other listener kind, f the floor of an HTTP tool server in
+// another process (no skill behind it), so that the cost of the HTTP hop
+// itself shows.
+var pathNames = map[string]string{
+	pathHTTP:     "(a) skillhost HTTP API",
+	pathHTTPUnix: "(a2) HTTP API on a unix socket",
+	pathRegistry: "(b) skillhost Go invoke (registry)",
+	pathPlugin:   "(c) bare go-plugin gRPC",
+	pathMCP:      "(d) MCP stdio (go-sdk)",
+	pathFunc:     "(e) in-process function",
+	pathBareHTTP: "(f) bare net/http server process, no skill",
+}
+
+func argsFor(tool string) []byte {
+	if tool == tools.BlobTool {
+		return tools.BlobJSON
+	}
+	return tools.EchoJSON
+}
+
+// minResult is the smallest result a correct answer of tool can have.
+func minResult(tool string) int {
+	if tool == tools.BlobTool {
+		return tools.BlobBytes
+	}
+	return len(`{"msg":"","n":0}`)
+}
+
+// benchLimits are the manifest limits of every benchmark skill: enough
+// concurrency for 64 callers plus the HTTP and swap callers.
+var benchLimits = map[string]any{"max_concurrency": 1024}
+
+// httpPath calls skill's tools through a running daemon's invoke endpoint
+// with a keep-alive client that keeps one idle connection per caller.
+// A baseURL of "unix:PATH" dials the daemon's unix socket.
+func httpPath(baseURL, skill string) *path {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if sock, ok := strings.CutPrefix(baseURL, "unix:"); ok {
+		baseURL = "http://skillhost"
+		dial = func(ctx context.Context, _, _ string) (net.Conn, error) { return dialer.DialContext(ctx, "unix", sock) }
+	}
+	tr := &http.Transport{
+		DialContext:         dial,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	bodies := map[string][]byte{}
+	urls := map[string]string{}
+	for _, t := range []string{tools.EchoTool, tools.BlobTool} {
+		bodies[t] = append(append([]byte(`{"arguments":`), argsFor(t)...), '}')
+		urls[t] = baseURL + "/v1/tools/" + skill + "." + t + "/invoke"
+	}
+	call := func(ctx context.Context, tool string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, urls[tool], bytes.NewReader(bodies[tool]))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("invoke %s: %s: %s", tool, resp.Status, b)
+		}
+		if len(b) < minResult(tool) {
+			return fmt.Errorf("invoke %s: short answer %q", tool, b)
+		}
+		return nil
+	}
+	return &path{key: pathHTTP, name: pathNames[pathHTTP], call: call, close: tr.CloseIdleConnections}
+}
+
+// registryPath runs the loader and registry in this process over a tree
+// holding skill bench, as cmd/host does, and calls Registry.Invoke.
+func registryPath(ctx context.Context, root, runDir string) (*path, *registry.Registry, *loader.Loader, error) {
+	reg := registry.New(registry.Config{})
+	l, err := loader.New(loader.Config{Skills: root, Registry: reg, RunDir: runDir})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := l.Start(ctx); err != nil {
+		l.Close(context.Background())
+		return nil, nil, nil, err
+	}
+	if _, ok := reg.Snapshot().Tool("bench.echo"); !ok {
+		l.Close(context.Background())
+		return nil, nil, nil, fmt.Errorf("registry path: bench.echo not registered: %+v", l.Status())
+	}
+	names := map[string]string{tools.EchoTool: "bench.echo", tools.BlobTool: "bench.blob"}
+	call := func(ctx context.Context, tool string) error {
+		res, err := reg.Invoke(ctx, names[tool], argsFor(tool))
+		if err != nil {
+			return err
+		}
+		if len(res.Result) < minResult(tool) {
+			return fmt.Errorf("invoke %s: short result %q", tool, res.Result)
+		}
+		return nil
+	}
+	p := &path{key: pathRegistry, name: pathNames[pathRegistry], call: call, close: func() { l.Close(context.Background()) }}
+	return p, reg, l, nil
+}
+
+// pluginPath starts benchskill with go-plugin as the loader does (gRPC,
+// AutoMTLS, only the manifest's environment) and calls the gRPC stub
+// directly: no registry, no validation, no limits.
+func pluginPath(skillBin string) (*path, error) {
+	cmd := exec.Command(skillBin)
+	cmd.Env = []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: sdk.Handshake, Plugins: sdk.PluginSet(nil), Cmd: cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC}, AutoMTLS: true, SkipHostEnv: true,
+		StartTimeout: 10 * time.Second,
+		Logger:       hclog.NewNullLogger(),
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+	})
+	proto, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("go-plugin client: %w", err)
+	}
+	raw, err := proto.Dispense(sdk.PluginName)
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("go-plugin dispense: %w", err)
+	}
+	rpc := raw.(skillpb.SkillClient)
+	call := func(ctx context.Context, tool string) error {
+		resp, err := rpc.Invoke(ctx, &skillpb.InvokeRequest{Tool: tool, Arguments: argsFor(tool)})
+		if err != nil {
+			return err
+		}
+		if resp.Error != nil {
+			return errors.New(resp.Error.Message)
+		}
+		if len(resp.Result) < minResult(tool) {
+			return fmt.Errorf("invoke %s: short result %q", tool, resp.Result)
+		}
+		return nil
+	}
+	return &path{key: pathPlugin, name: pathNames[pathPlugin], call: call, close: c.Kill}, nil
+}
+
+// mcpPath starts benchmcp over stdio with the go-sdk's CommandTransport and
+// calls it with the go-sdk client, after listing its tools once as a client
+// would.
+func mcpPath(ctx context.Context, mcpBin string) (*path, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "skillbench", Version: "1.0.0"}, nil)
+	cmd := exec.Command(mcpBin)
+	cmd.Dir = filepath.Dir(mcpBin)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp connect: %w", err)
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 2 {
+		cs.Close()
+		return nil, fmt.Errorf("mcp list tools: %v (%d tools)", err, len(lt.Tools))
+	}
+	call := func(ctx context.Context, tool string) error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(argsFor(tool))})
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("mcp %s: tool error %v", tool, res.Content)
+		}
+		if len(res.Content) == 0 {
+			return fmt.Errorf("mcp %s: empty result", tool)
+		}
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || len(tc.Text) < minResult(tool) {
+			return fmt.Errorf("mcp %s: short result", tool)
+		}
+		return nil
+	}
+	return &path{key: pathMCP, name: pathNames[pathMCP], call: call, close: func() { cs.Close() }}, nil
+}
+
+// funcPath calls the same handler in this process, from JSON arguments to
+// a JSON result.
+func funcPath() *path {
+	call := func(ctx context.Context, tool string) error {
+		res, err := tools.Call(ctx, tool, argsFor(tool))
+		if err != nil {
+			return err
+		}
+		if len(res) < minResult(tool) {
+			return fmt.Errorf("call %s: short result", tool)
+		}
+		return nil
+	}
+	return &path{key: pathFunc, name: pathNames[pathFunc], call: call, close: func() {}}
+}
+
+// bareHTTPPath starts the minimal HTTP tool server of ServeBareHTTP in its
+// own process (self, re-executed with -serve-bare-http) and calls it over
+// loopback TCP like (a): what one HTTP round trip to another process costs
+// with no skill process and no registry behind it.
+func bareHTTPPath(self, work string) (*path, error) {
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	addrFile := filepath.Join(work, "addr")
+	cmd := exec.Command(self, "-serve-bare-http", addrFile)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(addrFile)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			p := httpPath("http://"+strings.TrimSpace(string(b)), "bench")
+			p.key, p.name = pathBareHTTP, pathNames[pathBareHTTP]
+			inner := p.close
+			p.close = func() { inner(); stop() }
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, errors.New("bare HTTP server did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ServeBareHTTP is the process behind path (f): a minimal net/http tool
+// server (decode the envelope, call the handler, write the result) on
+// 127.0.0.1:0, whose address it writes to addrFile. It returns when its
+// parent goes away.
+func ServeBareHTTP(addrFile string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/tools/{name}/invoke", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, tool, _ := strings.Cut(r.PathValue("name"), ".")
+		res, err := tools.Call(r.Context(), tool, req.Arguments)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		buf := make([]byte, 0, len(res)+16)
+		buf = append(append(append(buf, `{"result":`...), res...), "}\n"...)
+		w.Write(buf)
+	})
+	srv := &http.Server{Handler: mux}
+	ppid := os.Getppid()
+	go func() {
+		for range time.Tick(200 * time.Millisecond) {
+			if os.Getppid() != ppid {
+				srv.Close()
+				return
+			}
+		}
+	}()
+	tmp := addrFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, addrFile); err != nil {
+		return err
+	}
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
