@@ -1,0 +1,55 @@
+// Command forker is a skill whose "fork_and_die" tool starts children, one
+// of which may leave the skill's process group (setsid), answers with their
+// pids and then the skill dies without cleaning up.
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/skillhost/skillhost/sdk"
+	"github.com/skillhost/skillhost/test/reliability/skills/internal/kit"
+)
+
+type forkIn struct {
+	N      int  `json:"n" jsonschema:"minimum=1,maximum=16"`
+	Escape bool `json:"escape,omitempty" jsonschema:"description=also start one child in a new session, outside the process group"`
+}
+
+func main() {
+	s := sdk.New(kit.Name(), kit.Version(), "Forker: starts children and dies.")
+	sdk.Tool(s, "fork_and_die", "Start n sleeping children, answer with their pids, exit 100 ms later.", func(ctx context.Context, in forkIn) (map[string][]int, error) {
+		out := map[string][]int{"children": nil, "escaped": nil}
+		for i := 0; i < in.N; i++ {
+			c := exec.Command("/bin/sleep", "300")
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			out["children"] = append(out["children"], c.Process.Pid)
+			// Grandchildren too: a shell that forks its own sleeper.
+			g := exec.Command("/bin/sh", "-c", "/bin/sleep 300 & wait")
+			if err := g.Start(); err == nil {
+				out["children"] = append(out["children"], g.Process.Pid)
+			}
+		}
+		if in.Escape {
+			c := exec.Command("/bin/sleep", "300")
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := c.Start(); err == nil {
+				out["escaped"] = append(out["escaped"], c.Process.Pid)
+			}
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			os.Exit(9) // no SDK cleanup: the children are left behind
+		}()
+		return out, nil
+	})
+	sdk.Tool(s, "echo", "Answer with the pid.", func(ctx context.Context, in struct{}) (map[string]int, error) {
+		return map[string]int{"pid": os.Getpid()}, nil
+	}, sdk.ReadOnly())
+	s.Serve()
+}
