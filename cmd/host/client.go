@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/skillhost/skillhost/pkg/api"
+)
+
+// client talks to a running daemon for the CLI commands.
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+	json  bool
+}
+
+// clientFlags adds --addr, --token-file and --json to fs.
+func clientFlags(fs *flag.FlagSet) func() (*client, error) {
+	addr := fs.String("addr", envOr("SKILLHOST_ADDR", "http://127.0.0.1:7070"), "daemon address: http://host:port or unix:/path.sock (env SKILLHOST_ADDR)")
+	tokenFile := fs.String("token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "file with the bearer token (env SKILLHOST_TOKEN_FILE, or SKILLHOST_TOKEN for the token itself)")
+	asJSON := fs.Bool("json", false, "print the daemon's JSON instead of a table")
+	return func() (*client, error) {
+		c := &client{json: *asJSON, http: &http.Client{}}
+		c.token = os.Getenv("SKILLHOST_TOKEN")
+		if *tokenFile != "" {
+			t, err := api.ReadToken(*tokenFile)
+			if err != nil {
+				return nil, err
+			}
+			c.token = t
+		}
+		if path, ok := strings.CutPrefix(*addr, "unix:"); ok {
+			c.base = "http://unix"
+			c.http.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			}}
+		} else {
+			c.base = strings.TrimRight(*addr, "/")
+			if !strings.Contains(c.base, "://") {
+				c.base = "http://" + c.base
+			}
+		}
+		return c, nil
+	}
+}
+
+// apiError is an error answer from the daemon.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// errUnreachable marks a daemon that did not answer at all.
+var errUnreachable = errors.New("daemon unreachable")
+
+// usageError is a mistake in the command line itself (exit 2); what the
+// daemon refuses exits 1.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// do sends a request and decodes a JSON answer into out (if not nil). The
+// raw body is returned too, for --json.
+func (c *client) do(method, path string, body any, out any) ([]byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s: %v", errUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var eb struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Error.Code != "" {
+			return raw, &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return raw, &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return raw, fmt.Errorf("decode answer: %w", err)
+		}
+	}
+	return raw, nil
+}
+
+// stream reads server-sent events from path and calls fn for each until fn
+// returns false or the stream ends.
+func (c *client) stream(method, path string, body any, fn func(event string, data []byte) bool) error {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", errUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		raw, _ := io.ReadAll(resp.Body)
+		return &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	event, data := "message", []byte(nil)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data != nil && !fn(event, data) {
+				return nil
+			}
+			event, data = "message", nil
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(line[6:])
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(line[5:], " ")...)
+		}
+	}
+	return sc.Err()
+}
+
+// exitCode maps a client error to the CLI's exit codes.
+func exitCode(stderr io.Writer, cmd string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "host %s: %v\n", cmd, err)
+	var ue usageError
+	switch {
+	case errors.Is(err, errUnreachable):
+		return exitUnreachable
+	case errors.As(err, &ue):
+		return exitUsage
+	default:
+		return exitFailure
+	}
+}
+
+func ago(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return time.Since(*t).Round(time.Second).String()
+}

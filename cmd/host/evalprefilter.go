@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/registry/textindex"
+)
+
+func runEvalPrefilter(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("eval-prefilter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	catalog := fs.String("catalog", "../shared/data/bfcl/catalog.jsonl", "tool catalog (JSONL: name, description, tags, parameters)")
+	queries := fs.String("queries", "../shared/data/bfcl/queries.jsonl", "queries (JSONL: id, query, gold)")
+	minR5 := fs.Float64("min-recall5", 0, "exit 1 if recall@5 is below this")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	rep, err := evalPrefilter(*catalog, *queries)
+	if err != nil {
+		fmt.Fprintf(stderr, "host eval-prefilter: %v\n", err)
+		return exitFailure
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Fprintln(stdout, string(b))
+	if rep.Recall5 < *minR5 {
+		fmt.Fprintf(stderr, "host eval-prefilter: recall@5 %.3f is below %.3f\n", rep.Recall5, *minR5)
+		return exitFailure
+	}
+	return exitOK
+}
+
+type evalReport struct {
+	Catalog  int     `json:"catalog"`
+	Queries  int     `json:"queries"`
+	Recall1  float64 `json:"recall@1"`
+	Recall3  float64 `json:"recall@3"`
+	Recall5  float64 `json:"recall@5"`
+	Recall10 float64 `json:"recall@10"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+}
+
+// noBackend serves catalog tools that exist to be ranked, never called.
+type noBackend struct{}
+
+func (noBackend) Acquire() bool { return false }
+func (noBackend) Release()      {}
+func (noBackend) Invoke(context.Context, string, []byte, int64) ([]byte, error) {
+	return nil, registry.Errorf(registry.CodeSkillUnavailable, "catalog tools cannot be called")
+}
+
+// evalPrefilter loads the catalog into a real registry, one skill per tag
+// (the same index, scorer and search path as the daemon), and ranks every
+// query on its text alone.
+func evalPrefilter(catalogPath, queriesPath string) (evalReport, error) {
+	docs, err := textindex.ReadCatalog(catalogPath)
+	if err != nil {
+		return evalReport{}, err
+	}
+	qs, err := textindex.ReadQueries(queriesPath)
+	if err != nil {
+		return evalReport{}, err
+	}
+	// Catalog names are not skillhost names (BFCL has capitals and dots):
+	// map each to a valid skill.tool and keep the way back.
+	bySkill := map[string][]registry.ToolSpec{}
+	qualified := map[string]string{} // catalog name -> skill.tool
+	for _, d := range docs {
+		skill := toName(textindex.CatalogSkill(d), 20)
+		if skill == "" {
+			skill = "bfcl"
+		}
+		tool := toName(d.Name, 38)
+		for i := 2; ; i++ { // names that collide after mapping get a suffix
+			if _, dup := qualified[registry.Qualified(skill, tool)]; !dup {
+				break
+			}
+			tool = fmt.Sprintf("%s_%d", toName(d.Name, 38), i)
+		}
+		qualified[d.Name] = registry.Qualified(skill, tool)
+		qualified[registry.Qualified(skill, tool)] = d.Name
+		bySkill[skill] = append(bySkill[skill], registry.ToolSpec{
+			Name: tool, Description: d.Description, Tags: d.Tags, InputSchema: d.Parameters,
+		})
+	}
+	reg := registry.New(registry.Config{})
+	for skill, tools := range bySkill {
+		if _, err := reg.Put(registry.SkillSpec{Name: skill, Version: "1.0.0", Tools: tools, Backend: noBackend{}}); err != nil {
+			return evalReport{}, fmt.Errorf("catalog skill %s: %w", skill, err)
+		}
+	}
+	snap := reg.Snapshot()
+	ks := []int{1, 3, 5, 10}
+	hitsAt := make([]int, len(ks))
+	durs := make([]time.Duration, 0, len(qs))
+	for _, q := range qs {
+		start := time.Now()
+		hits := snap.Search(registry.Query{Text: q.Text, Limit: 10})
+		durs = append(durs, time.Since(start))
+		rank := -1
+		for i, h := range hits {
+			for _, g := range q.Gold {
+				if qualified[g] == h.Tool.Name {
+					rank = i
+				}
+			}
+			if rank >= 0 {
+				break
+			}
+		}
+		for i, k := range ks {
+			if rank >= 0 && rank < k {
+				hitsAt[i]++
+			}
+		}
+	}
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	pct := func(p float64) float64 {
+		if len(durs) == 0 {
+			return 0
+		}
+		return float64(durs[int(p*float64(len(durs)-1))]) / 1e6
+	}
+	n := float64(max(len(qs), 1))
+	return evalReport{
+		Catalog: len(docs), Queries: len(qs),
+		Recall1: round3(float64(hitsAt[0]) / n), Recall3: round3(float64(hitsAt[1]) / n),
+		Recall5: round3(float64(hitsAt[2]) / n), Recall10: round3(float64(hitsAt[3]) / n),
+		P50MS: round3(pct(0.50)), P99MS: round3(pct(0.99)),
+	}, nil
+}
+
+func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+// toName maps a catalog identifier to the skillhost name rule: camelCase
+// words split with "_", everything lowercased, other characters dropped,
+// cut to maxLen so that skill__tool fits OpenAI's 64 characters.
+func toName(s string, maxLen int) string {
+	var b strings.Builder
+	prevLower := false
+	for _, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			if prevLower {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r + 'a' - 'A')
+			prevLower = false
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			prevLower = true
+		default:
+			b.WriteByte('_')
+			prevLower = false
+		}
+	}
+	parts := strings.FieldsFunc(b.String(), func(r rune) bool { return r == '_' || r == '-' })
+	out := strings.Join(parts, "_")
+	if out != "" && (out[0] >= '0' && out[0] <= '9') {
+		out = "n" + out
+	}
+	if len(out) > maxLen {
+		out = strings.TrimRight(out[:maxLen], "_")
+	}
+	return out
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/skillhost/skillhost/pkg/loader"
+)
+
+// skillUserFlag adds --skill-user to a command that runs skills.
+func skillUserFlag(fs *flag.FlagSet, dst *string, prefix string) {
+	fs.StringVar(dst, "skill-user", os.Getenv("SKILLHOST_SKILL_USER"),
+		prefix+"run every skill as this account (a name, a uid, or uid:gid; env SKILLHOST_SKILL_USER). Needs a host running as root; recommended then, e.g. nobody")
+}
+
+// isolateSkills does what keeps the host's secrets from its skills before
+// any skill starts: it makes the host non-dumpable (a skill running as the
+// host's user cannot read its /proc/<pid>/environ or memory) and resolves
+// the account skills run as. A host running as root with skills as root
+// gets a warning, since root skills can read anything the host holds.
+func isolateSkills(log hclog.Logger, skillUser string) (*loader.SkillUser, error) {
+	if err := hardenProcess(); err != nil {
+		log.Warn("cannot make the host non-dumpable; skills running as its user can read its environment", "error", err)
+	}
+	if skillUser == "" {
+		if os.Geteuid() == 0 {
+			log.Warn("the host runs as root and so do its skills: a skill can read the host's environment and memory; pass --skill-user nobody (or run the host as its own user)")
+		}
+		return nil, nil
+	}
+	u, err := loader.LookupSkillUser(skillUser)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("skills run as another account", "skill_user", u.String())
+	return u, nil
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillhost/skillhost/pkg/api"
+	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/mcp"
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+// The MCP face of `host serve`: streamable HTTP at /mcp, behind the same
+// token middleware as the rest of the API.
+
+var mcpServe struct {
+	enabled, showUnavailable bool
+}
+
+func init() {
+	mounts = append(mounts, mount{name: "mcp", flags: mcpServeFlags, setup: setupMCP})
+}
+
+func mcpServeFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&mcpServe.enabled, "mcp", true, "serve the MCP face (streamable HTTP) at /mcp")
+	fs.BoolVar(&mcpServe.showUnavailable, "mcp-show-unavailable", false, "list the tools of a skill restarting after a crash, marked unavailable, instead of leaving them out until it is back")
+}
+
+func setupMCP(d *daemon) error {
+	if !mcpServe.enabled {
+		return nil
+	}
+	srv, err := mcp.New(mcp.Config{Registry: d.Registry, Logger: d.Log.Named("mcp"), ShowUnavailable: mcpServe.showUnavailable})
+	if err != nil {
+		return err
+	}
+	d.Server.Handle("/mcp", srv.Handler())
+	// The HTTP server's Shutdown waits for every request to end, and an MCP
+	// client's event stream never ends by itself: when shutdown starts the
+	// face ends those streams and refuses new sessions (tool calls in
+	// flight go on), so shutdown is held up only by real work. OnClose then
+	// closes the sessions.
+	d.OnShutdown = append(d.OnShutdown, srv.Drain)
+	d.OnClose = append(d.OnClose, func() { srv.Close() })
+	d.Log.Debug("MCP face mounted", "path", "/mcp")
+	return nil
+}
+
+// `host mcp`: one MCP session on stdin/stdout, for a client that launches
+// its servers (desktop assistants, IDEs).
+//
+// Without --addr it embeds a host: its own registry and loader over
+// --skills, watched and hot-reloaded like the daemon's. That is the default
+// because it is what a launched stdio server is expected to be:
+// self-contained, alive exactly as long as the client, nothing else to
+// install, run, secure or keep reachable, and no second process between the
+// client and its tools whose failure the client cannot see. With --addr it
+// bridges to a running daemon's /mcp instead, for when one set of skill
+// processes, one place for operator decisions (disable, pin) and one set of
+// metrics should serve every client. See docs/mcp.md.
+
+type mcpFlags struct {
+	skills, stateDir, runDir string
+	addr, tokenFile          string
+	tags, only               string
+	readOnly                 bool
+	showUnavailable          bool
+	grace, startTimeout      time.Duration
+	debounce                 time.Duration
+	strictModes              bool
+	skillUser                string
+	logFormat, logLevel      string
+}
+
+func runMCP(args []string, stdout, stderr io.Writer) int {
+	var f mcpFlags
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: host mcp [flags]
+
+Serves MCP on stdin/stdout for a client that launches its servers. Logs go
+to stderr: stdout carries only the protocol.
+
+  host mcp --skills DIR      embed a host over DIR (default)
+  host mcp --addr ADDR       bridge to a running daemon (host serve)
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.skills, "skills", envOr("SKILLHOST_SKILLS", "./skills"), "embedded: the skills tree to serve and watch (env SKILLHOST_SKILLS); use an absolute path, a client's working folder is anyone's guess")
+	fs.StringVar(&f.stateDir, "state-dir", os.Getenv("SKILLHOST_STATE_DIR"), "embedded: read operator decisions (disable, pin) from this folder, e.g. the daemon's --state-dir (default: none)")
+	fs.StringVar(&f.runDir, "run-dir", "", "embedded: folder for the private copies of running skills (default: a new temp folder)")
+	fs.DurationVar(&f.grace, "grace", 30*time.Second, "embedded: how long a replaced version may finish its calls")
+	fs.DurationVar(&f.startTimeout, "start-timeout", 10*time.Second, "embedded: how long a skill may take to start and describe itself")
+	fs.DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "embedded: quiet period that merges bursts of file changes")
+	fs.BoolVar(&f.strictModes, "strict-modes", true, "embedded: refuse world-writable or foreign-owned skill files")
+	skillUserFlag(fs, &f.skillUser, "embedded: ")
+	fs.BoolVar(&f.showUnavailable, "show-unavailable", false, "embedded: list a restarting skill's tools, marked, instead of leaving them out")
+	fs.StringVar(&f.addr, "addr", "", "bridge to the daemon at this address (http://host:port, host:port or unix:/path.sock) instead of embedding a host")
+	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "bridge: file with the daemon's bearer token (env SKILLHOST_TOKEN_FILE, or SKILLHOST_TOKEN for the token itself)")
+	fs.StringVar(&f.tags, "tags", "", "offer only tools carrying any of these tags (comma separated)")
+	fs.StringVar(&f.only, "only-skills", "", "offer only the tools of these skills (comma separated)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "offer only tools annotated read-only")
+	logFlags(fs, &f.logFormat, &f.logLevel)
+	log, code, ok := parseLogged("mcp", fs, args, stderr, &f.logFormat, &f.logLevel)
+	if !ok {
+		return code
+	}
+	q := url.Values{"tags": {f.tags}, "skills": {f.only}}
+	if f.readOnly {
+		q.Set("read_only", "true")
+	}
+	filter, err := mcp.ParseFilter(q)
+	if err != nil {
+		fmt.Fprintf(stderr, "host mcp: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// stdout belongs to the protocol; the SDK must not close the writer
+	// it was handed (a test's buffer, or the process's stdout).
+	transport := &mcpsdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
+	if f.addr != "" {
+		return runMCPBridge(ctx, f, filter, log, transport)
+	}
+	return runMCPEmbedded(ctx, f, filter, log, transport)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
+	skillUser, err := isolateSkills(log, f.skillUser)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitFailure
+	}
+	state := loader.NewStateStore()
+	if f.stateDir != "" {
+		s, warning, err := loader.OpenStateStore(f.stateDir)
+		if err != nil {
+			log.Error("cannot open the state folder", "error", err)
+			return exitFailure
+		}
+		if warning != "" {
+			log.Warn(warning)
+		}
+		state = s
+	}
+	reg := registry.New(registry.Config{})
+	ld, err := loader.New(loader.Config{
+		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
+		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
+		Watch: true, Debounce: f.debounce, State: state,
+	})
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitFailure
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), f.grace)
+		defer cancel()
+		ld.Close(cctx)
+	}()
+	// Start before serving, so that the client's first tools/list is the
+	// whole catalog; a client's initialize waits in the pipe meanwhile.
+	start := time.Now()
+	if err := ld.Start(ctx); err != nil {
+		log.Error("cannot load the skills", "error", err)
+		return exitFailure
+	}
+	log.Info("skills loaded; serving MCP on stdio", "skills", f.skills, "tools", reg.Snapshot().Len(), "filter", filter, "took", time.Since(start).Round(time.Millisecond))
+	srv, err := mcp.New(mcp.Config{Registry: reg, Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
+	if err != nil {
+		log.Error("cannot start the MCP server", "error", err)
+		return exitFailure
+	}
+	defer srv.Close()
+	if err := srv.ServeTransport(ctx, t, filter); err != nil && ctx.Err() == nil {
+		log.Debug("session ended", "error", err)
+	}
+	log.Info("client gone; stopping")
+	return exitOK
+}
+
+func runMCPBridge(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
+	token := os.Getenv("SKILLHOST_TOKEN")
+	if f.tokenFile != "" {
+		tok, err := api.ReadToken(f.tokenFile)
+		if err != nil {
+			log.Error("cannot read the token", "error", err)
+			return exitUsage
+		}
+		token = tok
+	}
+	endpoint, hc, err := mcpEndpoint(f.addr, filter)
+	if err != nil {
+		log.Error("bad --addr", "error", err)
+		return exitUsage
+	}
+	log.Info("bridging MCP on stdio to the daemon", "endpoint", endpoint)
+	err = mcp.ServeBridge(ctx, mcp.BridgeConfig{Endpoint: endpoint, Token: token, HTTPClient: hc, Logger: log.Named("mcp")}, t)
+	switch {
+	case errors.Is(err, mcp.ErrUnreachable):
+		log.Error("cannot connect to the daemon: is `host serve` running there, and does it need a token (--token-file)?", "error", err)
+		return exitUnreachable
+	case err != nil && ctx.Err() == nil:
+		log.Debug("session ended", "error", err)
+	}
+	return exitOK
+}
+
+// mcpEndpoint turns --addr into the URL of the daemon's MCP endpoint (path
+// /mcp unless one is given) carrying the filter, and the HTTP client to
+// reach it (over a unix socket for unix:/path).
+func mcpEndpoint(addr string, filter mcp.Filter) (string, *http.Client, error) {
+	hc := &http.Client{}
+	base := strings.TrimSpace(addr)
+	if path, ok := strings.CutPrefix(base, "unix:"); ok {
+		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}}
+		base = "http://unix"
+	} else if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "", nil, fmt.Errorf("%q is not an address (want http://host:port, host:port or unix:/path.sock)", addr)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/mcp"
+	}
+	q := u.Query()
+	for k, v := range filter.Query() {
+		q[k] = v
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), hc, nil
+}

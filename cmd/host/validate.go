@@ -1,0 +1,54 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
+)
+
+func runValidate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	strict := fs.Bool("strict-modes", true, "refuse world-writable or foreign-owned files, as the daemon does")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: host validate [--strict-modes=false] PATH\n\nPATH is a version folder (skills/NAME/VERSION), a skill folder or a whole tree.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	versions, problems, err := manifest.ValidatePath(fs.Arg(0), manifest.Options{StrictModes: *strict})
+	if err != nil {
+		fmt.Fprintf(stderr, "host validate: %v\n", err)
+		return exitFailure
+	}
+	bad := len(problems)
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "%s: %s\n", fs.Arg(0), p)
+	}
+	for _, v := range versions {
+		if v.Status == manifest.StatusValid {
+			fmt.Fprintf(stdout, "ok          %s@%s (%s)\n", v.Skill, v.Version, v.Dir)
+			continue
+		}
+		bad++
+		fmt.Fprintf(stdout, "%-11s %s@%s (%s)\n", v.Status, v.Skill, v.Version, v.Dir)
+		for _, p := range v.Problems {
+			fmt.Fprintf(stdout, "    %s\n", p)
+		}
+	}
+	if len(versions) == 0 && len(problems) == 0 {
+		fmt.Fprintf(stdout, "%s: no version folders found\n", fs.Arg(0))
+		return exitFailure
+	}
+	if bad > 0 {
+		return exitFailure
+	}
+	return exitOK
+}

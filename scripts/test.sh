@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every test of the project, as `make test` and CI run them. Steps print a
+# header; any failure stops the run with a non-zero exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "go vet (root and sdk modules)"
+go vet ./...
+(cd sdk && go vet ./...)
+
+step "go test -race (sdk module)"
+(cd sdk && go test -race -count=1 ./...)
+
+step "browser for the console tests (Debian's chromium)"
+if ! bash scripts/console-test.sh --install-only; then
+  echo "test.sh: no Chromium: the browser tests in test/console will skip (run as root, or install chromium)" >&2
+fi
+
+step "go test -race (root module: unit, integration with real skill processes, e2e and browser tests against a real daemon)"
+go test -race -count=1 -timeout 20m ./...
+
+step "fuzz targets (a few seconds each)"
+fuzz() { go test -run '^$' -fuzz="^$1\$" -fuzztime="${FUZZTIME:-5s}" "$2"; }
+while read -r target pkg; do
+  [ -n "$target" ] && fuzz "$target" "$pkg"
+done < <(grep -rl --include='*_test.go' '^func Fuzz' pkg sdk examples 2>/dev/null | while read -r f; do
+  for t in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //'); do
+    d=$(dirname "$f")
+    case "$d" in sdk*) ;; *) echo "$t ./$d" ;; esac
+  done
+done)
+
+bfcl=../shared/data/bfcl
+if [ -f "$bfcl/catalog.jsonl" ]; then
+  step "prefilter recall on BFCL (fails below recall@5 0.85)"
+  go run ./cmd/host eval-prefilter --catalog "$bfcl/catalog.jsonl" --queries "$bfcl/queries.jsonl" --min-recall5 0.85
+else
+  step "prefilter recall on BFCL: skipped, $bfcl not found"
+fi
+
+if [ -f scripts/e2e.sh ]; then
+  step "shell end-to-end: daemon, CLI and curl"
+  bash scripts/e2e.sh
+fi
+
+if [ -f scripts/mcp-conformance.sh ]; then
+  step "MCP conformance with the official TypeScript SDK"
+  bash scripts/mcp-conformance.sh
+fi
+
+step "performance suite, quick mode (it measures and prints; a MISS is a figure, not a failure)"
+bench_out=$(mktemp -d "${TMPDIR:-/tmp}/skillbench-ci.XXXXXX")
+bash scripts/bench.sh --quick --out "$bench_out"
+rm -rf "$bench_out"
+
+if command -v protoc >/dev/null; then
+  step "generated protobuf code is current"
+  bash scripts/gen-proto.sh >/dev/null
+  git diff --exit-code -- sdk/proto || { echo "sdk/proto is stale: run scripts/gen-proto.sh and commit" >&2; exit 1; }
+fi
+
+step "all test steps passed"
