@@ -415,23 +415,66 @@ func TestCrashRestarts(t *testing.T) {
 
 func TestOverwriteBinaryInPlace(t *testing.T) {
 	h := newHarness(t, nil)
+	h.install("svc", "0.9.0", nil) // an older version the host must not fall back to meanwhile
 	dir := h.install("svc", "1.0.0", nil)
 	h.start()
+	h.waitVersion("svc", "1.0.0", time.Second)
 	r, _ := h.echo("svc.echo")
-	// cp over the running version's binary, then fix the manifest checksum.
+
+	// 8 callers keep calling while the binary is overwritten in place, slowly,
+	// as cp does (truncate, then write in chunks), and the manifest checksum is
+	// fixed last: no call may fail, and none may be served by 0.9.0.
+	var failed, older, calls atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				out, err := h.echo("svc.echo")
+				calls.Add(1)
+				switch {
+				case err != nil:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case out.Version != "1.0.0":
+					older.Add(1)
+				}
+			}
+		})
+	}
 	data, _ := os.ReadFile(testSkillBin)
 	data = append(data, []byte("\x00padding to change the checksum")...)
-	if err := os.WriteFile(filepath.Join(dir, "skill"), data, 0o755); err != nil {
+	f, err := os.OpenFile(filepath.Join(dir, "skill"), os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
 		t.Fatalf("overwrite: %v", err) // no "text file busy": the host runs a private copy
 	}
+	chunk := len(data)/4 + 1
+	for i := 0; i < len(data); i += chunk {
+		f.Write(data[i:min(i+chunk, len(data))])
+		time.Sleep(200 * time.Millisecond) // longer than the debounce: the host rescans mid-copy
+	}
+	f.Close()
 	sum, _ := testenv.SHA256File(filepath.Join(dir, "skill"))
 	v := testenv.Version{Skill: "svc", Version: "1.0.0"}
 	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
-	if !testenv.WaitFor(5*time.Second, func() bool {
+	picked := testenv.WaitFor(5*time.Second, func() bool {
 		r2, err := h.echo("svc.echo")
 		return err == nil && r2.PID != r.PID
-	}) {
+	})
+	close(stop)
+	wg.Wait()
+	if !picked {
 		t.Fatalf("overwrite not picked up: %+v", h.status("svc"))
+	}
+	if failed.Load() > 0 || older.Load() > 0 {
+		t.Fatalf("during the overwrite, of %d calls %d failed (first: %v) and %d were served by 0.9.0",
+			calls.Load(), failed.Load(), firstErr.Load(), older.Load())
 	}
 }
 

@@ -156,6 +156,15 @@ func (s *supervisor) pickTarget(d desired) (*manifest.Version, string) {
 		if v.Status == manifest.StatusValid {
 			valid = append(valid, v)
 		}
+		// The serving version's own folder being rewritten (cp over its binary, then its
+		// manifest) looks incomplete until the copy ends. The instance runs from a private
+		// copy and still works, so it keeps serving: retiring it, or falling back to an older
+		// version, would fail calls for the length of a copy.
+		if v.Status == manifest.StatusIncomplete && s.active != nil && v.Version == s.active.ver.Version &&
+			(d.pin == "" || d.pin == v.Version) {
+			keep := s.active.ver
+			return &keep, ""
+		}
 	}
 	// Stable versions first, newest first; a pre-release (2.0.0-rc.1) serves
 	// only when pinned or when no stable version is valid, so dropping a
