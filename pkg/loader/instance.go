@@ -44,7 +44,7 @@ const msgOverhead = 64 << 10
 type instance struct {
 	skill, version string
 	ver            manifest.Version
-	log            hclog.Logger
+	log            *pidLogger // every line carries skill, version and, once started, pid
 
 	releaseBin func() // gives the verified copy back to the binCache
 	client     *plugin.Client
@@ -89,7 +89,7 @@ func launch(ctx context.Context, cfg launchConfig, ver manifest.Version) (*insta
 	m := ver.Manifest
 	inst := &instance{
 		skill: ver.Skill, version: ver.Version, ver: ver,
-		log:     cfg.logger.Named(ver.Skill+"@"+ver.Version).With("skill", ver.Skill, "version", ver.Version),
+		log:     newPIDLogger(cfg.logger.Named(ver.Skill+"@"+ver.Version).With("skill", ver.Skill, "version", ver.Version)),
 		drained: make(chan struct{}), exited: make(chan struct{}), threadDone: make(chan struct{}),
 		onExit: cfg.onExit,
 	}
@@ -208,7 +208,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		inst.kill()
 		return fmt.Errorf("connect: %w", err)
 	}
-	inst.log = inst.log.With("pid", inst.pid)
+	inst.log.setPID(inst.pid)
 	return nil
 }
 

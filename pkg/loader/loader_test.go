@@ -629,6 +629,15 @@ func TestHandlerOutputReachesTheLog(t *testing.T) {
 	}) {
 		t.Fatalf("handler output not in the host log:\n%s", buf.String())
 	}
+	// Every line of the skill carries skill, version and pid, the handler's
+	// raw output included (go-plugin gets its logger before the pid exists).
+	pid := fmt.Sprintf("pid=%d", h.status("svc").Versions[0].PID)
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(line, "says hello-log") &&
+			!(strings.Contains(line, "skill=svc") && strings.Contains(line, "version=1.0.0") && strings.Contains(line, pid)) {
+			t.Errorf("a skill's log line lacks skill, version or %s: %s", pid, line)
+		}
+	}
 }
 
 // TestSkillUser runs skills as another account: as root it checks that the
