@@ -305,9 +305,10 @@ func (s *session) assistantMessage(m openai.ChatCompletionMessage) openai.ChatCo
 // runCalls runs one turn's tool calls concurrently and returns the tool
 // messages in the order the model asked.
 func (s *session) runCalls(ctx context.Context, calls []openai.ToolCall) []openai.ChatCompletionMessage {
-	// Each result may use what the budget leaves after the request so far;
-	// a result that alone does not fit is answered as an error instead.
-	room := s.p.ContextBudget - estimateRequest(s.msgs, s.activeTools())
+	// The turn's results share what the budget leaves after the request so
+	// far; a result that does not fit in what is left is answered as an
+	// error instead, so that the next request still fits.
+	room := &budgetRoom{left: s.p.ContextBudget - estimateRequest(s.msgs, s.activeTools())}
 	recs := make([]*ToolCall, len(calls))
 	for i, tc := range calls {
 		recs[i] = &ToolCall{ID: tc.ID, Name: tc.Function.Name, Profile: s.p.Name, Depth: s.depth, Arguments: rawArgs(tc.Function.Arguments)}
@@ -337,6 +338,25 @@ func (s *session) runCalls(ctx context.Context, calls []openai.ToolCall) []opena
 	return out
 }
 
+// budgetRoom is what one turn's tool results may still add to the context.
+// The turn's calls run concurrently and take from it as they finish.
+type budgetRoom struct {
+	mu   sync.Mutex // guards left
+	left int
+}
+
+// take claims cost tokens if they fit; it returns what was left before.
+func (b *budgetRoom) take(cost int) (left int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left = max(b.left, 0)
+	if cost > b.left {
+		return left, false
+	}
+	b.left -= cost
+	return left, true
+}
+
 func (s *session) activeTools() []openai.Tool {
 	if s.toolsOff {
 		return nil
@@ -346,17 +366,18 @@ func (s *session) activeTools() []openai.Tool {
 
 // call runs one tool call and returns the tool message's content: the
 // result, or {"error": {...}}. It fills rec and emits the call's events.
-func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, room int) string {
+func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, room *budgetRoom) string {
 	started := *rec
 	s.r.emit(s.event(EventToolCallStarted, func(e *Event) { e.Call = &started }))
 	start := time.Now()
 	content, e := s.exec(ctx, tc, rec)
 	if e == nil {
-		if cost := estimateMessage(openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: tc.ID}); cost > room {
+		cost := estimateMessage(openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: tc.ID})
+		if left, ok := room.take(cost); !ok {
 			e = registry.Errorf(CodeContextBudget,
 				"the result of %s is about %d tokens, more than the %d tokens left in profile %s's context budget of %d; ask for less (a narrower query, a smaller limit)",
-				tc.Function.Name, cost, max(room, 0), s.p.Name, s.p.ContextBudget).
-				With("estimated_tokens", cost).With("room", max(room, 0))
+				tc.Function.Name, cost, left, s.p.Name, s.p.ContextBudget).
+				With("estimated_tokens", cost).With("room", left)
 			s.r.count(func(c *Counters) { c.ToolErrors++ })
 		}
 	}
@@ -395,13 +416,6 @@ func (s *session) exec(ctx context.Context, tc openai.ToolCall, rec *ToolCall) (
 		return "", registry.Errorf(registry.CodeUnknownTool, "unknown tool %q: this agent was not offered it; call one of: %s",
 			name, strings.Join(s.offeredNames(), ", ")).With("tool", name).With("offered", s.offeredNames())
 	}
-	// The offer was made on an earlier snapshot: a hot swap since may have
-	// brought a version of the tool this profile may not call.
-	if cur, ok := s.r.a.cfg.Registry.Snapshot().Tool(t.Name); ok && !s.p.permits(cur) {
-		s.r.count(func(c *Counters) { c.ToolErrors++ })
-		return "", registry.Errorf(registry.CodeForbidden, "%s is no longer permitted to profile %s (its serving version %s changed its tags or is not read-only)",
-			t.Name, s.p.Name, cur.Version).With("tool", t.Name)
-	}
 	args := strings.TrimSpace(tc.Function.Arguments)
 	if args == "" {
 		args = "{}"
@@ -411,7 +425,16 @@ func (s *session) exec(ctx context.Context, tc openai.ToolCall, rec *ToolCall) (
 		return "", registry.Errorf(registry.CodeInvalidArguments, "arguments of %s are not valid JSON (%v); send one JSON object that matches the tool's parameters", name, err).
 			With("tool", t.Name)
 	}
-	res, err := s.r.a.cfg.Registry.Invoke(ctx, t.Name, []byte(args))
+	// The offer was made on an earlier snapshot: a hot swap since may have
+	// brought a version of the tool this profile may not call. The registry
+	// checks that on the snapshot the call runs on.
+	res, err := s.r.a.cfg.Registry.InvokePermitted(ctx, t.Name, []byte(args), func(cur *registry.Tool) error {
+		if !s.p.permits(cur) {
+			return registry.Errorf(registry.CodeForbidden, "%s is no longer permitted to profile %s (its serving version %s changed its tags or is not read-only)",
+				cur.Name, s.p.Name, cur.Version).With("tool", cur.Name)
+		}
+		return nil
+	})
 	if err != nil {
 		e := registry.AsError(err)
 		s.r.count(func(c *Counters) {

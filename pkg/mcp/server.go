@@ -377,9 +377,6 @@ func (s *Server) evictIdleLocked() {
 // tool result with isError, so that a model sees the reason.
 func (s *Server) invoke(ctx context.Context, v *view, name string, args json.RawMessage) (*mcpsdk.CallToolResult, error) {
 	t, known := s.reg.Snapshot().Tool(name)
-	if known && !v.filter.Match(t) {
-		return nil, wireError(registry.Errorf(registry.CodeUnknownTool, "tool %s is not offered on this endpoint (its filter: %s)", t.Name, v.filter).With("tool", name))
-	}
 	a := bytes.TrimSpace(args)
 	if len(a) == 0 || string(a) == "null" {
 		a = []byte("{}")
@@ -388,7 +385,14 @@ func (s *Server) invoke(ctx context.Context, v *view, name string, args json.Raw
 	defer cancel()
 	stop := context.AfterFunc(s.hard, cancel)
 	defer stop()
-	res, err := s.reg.Invoke(ctx, name, a)
+	// The filter is checked on the snapshot the call runs on: a swap between
+	// tools/list and this call may bring a version the filter refuses.
+	res, err := s.reg.InvokePermitted(ctx, name, a, func(t *registry.Tool) error {
+		if !v.filter.Match(t) {
+			return registry.Errorf(registry.CodeUnknownTool, "tool %s is not offered on this endpoint (its filter: %s)", t.Name, v.filter).With("tool", name)
+		}
+		return nil
+	})
 	if err != nil {
 		e := registry.AsError(err)
 		if e.Code == registry.CodeUnknownTool {

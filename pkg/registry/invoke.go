@@ -34,8 +34,21 @@ const maxLeaseRetries = 8
 // instance is retried on the new snapshot, so swaps lose no calls. Every
 // error is an *Error.
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte) (*Result, error) {
+	return r.InvokePermitted(ctx, name, args, nil)
+}
+
+// Permit decides whether a caller may call t. It runs on the very snapshot
+// the call then runs on (again after every swap the call follows), so a
+// filtered caller (an MCP endpoint with a filter, a read-only agent) cannot be
+// served by a new version that its filter refuses. Its error is returned as the
+// call's; it must be quick and must not block.
+type Permit func(t *Tool) error
+
+// InvokePermitted is Invoke for a caller that may call only the tools permit
+// allows. A nil permit allows every tool.
+func (r *Registry) InvokePermitted(ctx context.Context, name string, args []byte, permit Permit) (*Result, error) {
 	start := time.Now()
-	res, err := r.invoke(ctx, name, args, start)
+	res, err := r.invoke(ctx, name, args, start, permit)
 	if r.cfg.OnCall != nil {
 		tool := name
 		if res != nil {
@@ -46,7 +59,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte) (*Resul
 	return res, err
 }
 
-func (r *Registry) invoke(ctx context.Context, name string, args []byte, start time.Time) (*Result, error) {
+func (r *Registry) invoke(ctx context.Context, name string, args []byte, start time.Time, permit Permit) (*Result, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
 	}
@@ -57,6 +70,11 @@ func (r *Registry) invoke(ctx context.Context, name string, args []byte, start t
 		t, err := snap.Lookup(name)
 		if err != nil {
 			return nil, err
+		}
+		if permit != nil {
+			if err := permit(t); err != nil {
+				return nil, AsError(err)
+			}
 		}
 		sk := t.skill
 		if !sk.available.Load() {

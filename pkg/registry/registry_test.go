@@ -335,3 +335,51 @@ func TestResultsFollowTheOutputSchema(t *testing.T) {
 		}
 	}
 }
+
+// swapOnAcquire refuses its first lease after publishing its successor, as a
+// draining instance does when a swap lands between lookup and lease.
+type swapOnAcquire struct {
+	memBackend
+	once sync.Once
+	swap func()
+}
+
+func (b *swapOnAcquire) Acquire() bool {
+	refused := false
+	b.once.Do(func() { b.swap(); refused = true })
+	return !refused && b.memBackend.Acquire()
+}
+
+func TestPermitIsCheckedOnTheSnapshotTheCallRunsOn(t *testing.T) {
+	r := New(Config{})
+	readOnly := func(tl *Tool) error {
+		if !tl.Annotations.ReadOnly {
+			return Errorf(CodeForbidden, "%s@%s is not read-only", tl.Name, tl.Version)
+		}
+		return nil
+	}
+	next := &memBackend{version: "2"}
+	v2 := spec("db", "2", next, "query") // 2 drops the read-only hint
+	first := &swapOnAcquire{memBackend: memBackend{version: "1"}, swap: func() { r.Put(v2) }}
+	v1 := spec("db", "1", first, "query")
+	v1.Tools[0].Annotations.ReadOnly = true
+	if _, err := r.Put(v1); err != nil {
+		t.Fatal(err)
+	}
+	// The call looks up 1 (read-only, permitted), its lease is refused by the
+	// swap to 2, and it follows to 2, which the permit must refuse.
+	_, err := r.InvokePermitted(context.Background(), "db.query", []byte(`{"n":1}`), readOnly)
+	if CodeOf(err) != CodeForbidden || next.calls.Load() != 0 || first.calls.Load() != 0 {
+		t.Fatalf("err = %v; calls on 1: %d, on 2: %d", err, first.calls.Load(), next.calls.Load())
+	}
+	// Permitted calls go through, and a nil permit allows everything.
+	v3 := spec("db", "3", &memBackend{version: "3"}, "query")
+	v3.Tools[0].Annotations.ReadOnly = true
+	r.Put(v3)
+	if res, err := r.InvokePermitted(context.Background(), "db.query", []byte(`{"n":1}`), readOnly); err != nil || res.Version != "3" {
+		t.Fatalf("permitted call = %+v, %v", res, err)
+	}
+	if _, err := r.InvokePermitted(context.Background(), "db.query", []byte(`{"n":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+}
