@@ -462,6 +462,30 @@ func TestToolResultOverBudgetIsAnsweredAsError(t *testing.T) {
 	}
 }
 
+func TestParallelResultsShareTheBudget(t *testing.T) {
+	// Each result fits in what the budget leaves; both together do not. One
+	// is answered as an error, so the next request still fits.
+	f := newFakeLLM(t, calls(tc("c1", "alpha__big", `{"bytes":2400}`), tc("c2", "alpha__big", `{"bytes":2400}`)), text("done"))
+	a, _ := newTestAgent(t, f, profilesDoc, nil)
+	resp, err := ask(a, "small", "return two strings of length 2400", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.request(1).req.Messages
+	over := 0
+	for _, m := range msgs[len(msgs)-2:] {
+		if strings.Contains(m.Content, string(CodeContextBudget)) {
+			over++
+		}
+	}
+	if over != 1 {
+		t.Fatalf("%d of the 2 results were refused for the budget; want 1: %+v", over, resp.ToolCalls)
+	}
+	if est := estimateRequest(msgs, f.request(1).req.Tools); est > 1500 {
+		t.Fatalf("second request is %d tokens, over the budget", est)
+	}
+}
+
 func TestStepLimitIsReported(t *testing.T) {
 	loop := calls(tc("c", "alpha__echo", `{"msg":"again"}`))
 	loop.msg.Content = "Still working."
