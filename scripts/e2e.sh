@@ -38,6 +38,7 @@ for _ in $(seq 1 300); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$SKILLHOST_ADDR/readyz")" = 200 ] && break
   sleep 0.1
 done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$SKILLHOST_ADDR/readyz")" = 200 ] || fail "daemon never became ready (/readyz)"
 ok "daemon ready on $addr"
 
 json='Content-Type: application/json'

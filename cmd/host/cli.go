@@ -27,10 +27,11 @@ func cliCommand(name, usage string, minArgs, maxArgs int, setup func(fs *flag.Fl
 			fmt.Fprintf(stderr, "usage: host %s %s\n", name, usage)
 			fs.PrintDefaults()
 		}
-		if err := fs.Parse(args); err != nil {
+		pos, err := parseInterspersed(fs, args)
+		if err != nil {
 			return exitUsage
 		}
-		if fs.NArg() < minArgs || (maxArgs >= 0 && fs.NArg() > maxArgs) {
+		if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
 			fs.Usage()
 			return exitUsage
 		}
@@ -39,7 +40,27 @@ func cliCommand(name, usage string, minArgs, maxArgs int, setup func(fs *flag.Fl
 			fmt.Fprintf(stderr, "host %s: %v\n", name, err)
 			return exitUsage
 		}
-		return exitCode(stderr, name, run(c, fs.Args(), stdout))
+		return exitCode(stderr, name, run(c, pos, stdout))
+	}
+}
+
+// parseInterspersed parses flags wherever they stand among the positional
+// arguments (host skills calc --json), which package flag alone stops at.
+// After "--" everything is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
 }
 

@@ -282,16 +282,19 @@ func shutdown(log hclog.Logger, srv *http.Server, d *daemon, sigs <-chan os.Sign
 	for _, f := range d.OnShutdown {
 		f()
 	}
-	httpCtx, httpCancel := context.WithTimeout(hard, grace)
-	defer httpCancel()
-	if err := srv.Shutdown(httpCtx); err != nil && !errors.Is(err, context.Canceled) {
+	// One grace period for everything: HTTP requests and skill drains end by
+	// the same deadline, so a stop never takes longer than --grace (plus the
+	// kill), which is what a service manager's stop timeout is sized for.
+	deadline, cancelDeadline := context.WithTimeout(hard, grace)
+	defer cancelDeadline()
+	if err := srv.Shutdown(deadline); err != nil && !errors.Is(err, context.Canceled) {
 		log.Warn("http shutdown", "error", err)
 		srv.Close()
 	}
 	for _, f := range d.OnClose {
 		f()
 	}
-	d.Loader.Close(hard)
+	d.Loader.Close(deadline)
 	log.Info("stopped")
 	return nil
 }

@@ -16,14 +16,15 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: host validate [--strict-modes=false] PATH\n\nPATH is a version folder (skills/NAME/VERSION), a skill folder or a whole tree.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return exitUsage
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return exitUsage
 	}
-	versions, problems, err := manifest.ValidatePath(fs.Arg(0), manifest.Options{StrictModes: *strict})
+	versions, problems, err := manifest.ValidatePath(pos[0], manifest.Options{StrictModes: *strict})
 	if err != nil {
 		fmt.Fprintf(stderr, "host validate: %v\n", err)
 		return exitFailure

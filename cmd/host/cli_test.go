@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"testing"
+)
+
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args, pos []string
+		json      bool
+		tag       string
+	}{
+		{args: []string{"calc"}, pos: []string{"calc"}},
+		{args: []string{"calc", "--json"}, pos: []string{"calc"}, json: true},
+		{args: []string{"--json", "calc", "1.1.0"}, pos: []string{"calc", "1.1.0"}, json: true},
+		{args: []string{"calc", "--tag", "math", "1.1.0"}, pos: []string{"calc", "1.1.0"}, tag: "math"},
+		{args: []string{"calc.evaluate", "-"}, pos: []string{"calc.evaluate", "-"}},
+		{args: []string{"--", "--json"}, pos: []string{"--json"}},
+		{args: []string{"x", "--", "-y", "--json"}, pos: []string{"x", "-y", "--json"}},
+		{args: nil, pos: nil},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		j := fs.Bool("json", false, "")
+		tag := fs.String("tag", "", "")
+		pos, err := parseInterspersed(fs, tc.args)
+		if err != nil || !slices.Equal(pos, tc.pos) || *j != tc.json || *tag != tc.tag {
+			t.Errorf("%q: pos %q json %v tag %q err %v; want %q %v %q", tc.args, pos, *j, *tag, err, tc.pos, tc.json, tc.tag)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parseInterspersed(fs, []string{"calc", "--nope"}); err == nil {
+		t.Error("an unknown flag after a positional argument was accepted")
+	}
+}
