@@ -51,7 +51,8 @@ type Config struct {
 	// Watch follows the tree with fsnotify after Start.
 	Watch bool
 	// Debounce is the quiet period that merges bursts of file events.
-	// Default 300 ms.
+	// Default 300 ms. A tree that never goes quiet (a skill writing into its
+	// own folder) is rescanned at least every 10 debounce periods all the same.
 	Debounce time.Duration
 	// Resync is the period of the full rescan that backs up fsnotify.
 	// Default 30 s.
@@ -99,6 +100,9 @@ type Loader struct {
 
 	ready     atomic.Bool
 	closeOnce sync.Once
+	// rewatch asks the watcher to look for folders it does not watch yet,
+	// after a rescan it did not run itself (API, SIGHUP). Capacity 1: kicks merge.
+	rewatch chan struct{}
 }
 
 const (
@@ -181,6 +185,7 @@ func New(cfg Config) (*Loader, error) {
 	l := &Loader{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: manifest.NewHashCache(),
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
+		rewatch: make(chan struct{}, 1),
 	}
 	if cfg.RunDir == "" {
 		removeStaleRunDirs(os.TempDir())
@@ -219,15 +224,23 @@ func (l *Loader) Start(ctx context.Context) error {
 	if _, err := os.Stat(l.cfg.Skills); err != nil {
 		return fmt.Errorf("loader: skills folder: %w", err)
 	}
+	// The watches go in before the first scan, so a change made while it runs
+	// is queued as an event instead of waiting for the periodic resync.
+	var w *watcher
+	if l.cfg.Watch {
+		var err error
+		if w, err = newWatcher(l); err != nil {
+			return err
+		}
+	}
 	if err := l.Rescan(ctx); err != nil {
+		if w != nil {
+			w.fs.Close()
+		}
 		return err
 	}
 	l.ready.Store(true)
-	if l.cfg.Watch {
-		w, err := newWatcher(l)
-		if err != nil {
-			return err
-		}
+	if w != nil {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -238,10 +251,15 @@ func (l *Loader) Start(ctx context.Context) error {
 }
 
 // Rescan reads the whole tree and waits until every skill has acted on it.
+// The watcher also looks again for folders to watch.
 func (l *Loader) Rescan(ctx context.Context) error {
 	dones, err := l.scanAndDispatch()
 	if err != nil {
 		return err
+	}
+	select {
+	case l.rewatch <- struct{}{}:
+	default:
 	}
 	for _, d := range dones {
 		select {

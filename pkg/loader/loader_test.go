@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -700,4 +701,36 @@ func TestSkillUser(t *testing.T) {
 	if v.State != StateFailed || !strings.Contains(v.LastError, "must be able to search") {
 		t.Fatalf("beta in a folder the skill user cannot enter: state %s, error %q", v.State, v.LastError)
 	}
+}
+
+// TestBusyFolderDoesNotHoldBackChanges: a skill that keeps writing into its
+// own version folder (its working directory) restarts the quiet period with
+// every write; a new version copied in meanwhile must still be picked up
+// within the debounce's maximum wait, not at the next periodic resync.
+func TestBusyFolderDoesNotHoldBackChanges(t *testing.T) {
+	h := newHarness(t, nil) // debounce 100 ms, so at most 1 s; resync 1 h
+	d1 := h.install("svc", "1.0.0", nil)
+	h.start()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+				os.WriteFile(filepath.Join(d1, "busy.log"), []byte(strconv.Itoa(i)), 0o644)
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	// 2.0.0 written in place (no atomic rename, so no fast path).
+	sum, _ := testenv.SHA256File(testSkillBin)
+	dir := filepath.Join(h.root, "svc", "2.0.0")
+	os.MkdirAll(dir, 0o755)
+	data, _ := os.ReadFile(testSkillBin)
+	os.WriteFile(filepath.Join(dir, "skill"), data, 0o755)
+	v := testenv.Version{Skill: "svc", Version: "2.0.0"}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
+	h.waitVersion("svc", "2.0.0", 5*time.Second)
 }

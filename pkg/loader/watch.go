@@ -98,8 +98,22 @@ func (w *watcher) run(ctx context.Context) {
 	defer resync.Stop()
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
+	// pending is when the oldest event not yet scanned came (zero: none). The
+	// quiet period restarts with every event, but never past maxWait from
+	// pending, so a folder that is written to all the time (a skill writing
+	// into its working directory) cannot hold back every other change.
+	var pending time.Time
+	maxWait := 10 * w.l.cfg.Debounce
+	schedule := func() {
+		now := time.Now()
+		if pending.IsZero() {
+			pending = now
+		}
+		debounce.Reset(max(0, min(w.l.cfg.Debounce, pending.Add(maxWait).Sub(now))))
+	}
 	rescan := func(why string) {
 		debounce.Stop()
+		pending = time.Time{}
 		w.addTree()
 		if _, err := w.l.scanAndDispatch(); err != nil && ctx.Err() == nil {
 			w.l.log.Warn("rescan failed", "reason", why, "error", err)
@@ -131,13 +145,15 @@ func (w *watcher) run(ctx context.Context) {
 					}
 				}
 			}
-			debounce.Reset(w.l.cfg.Debounce)
+			schedule()
 		case err, ok := <-w.fs.Errors:
 			if !ok {
 				return
 			}
 			w.l.log.Warn("file watch error; rescanning", "error", err)
-			debounce.Reset(w.l.cfg.Debounce)
+			schedule()
+		case <-w.l.rewatch:
+			w.addTree() // a rescan from the API or SIGHUP: folders it found get watches
 		case <-debounce.C:
 			rescan("files changed")
 		case <-resync.C:
