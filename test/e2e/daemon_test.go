@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -480,6 +481,64 @@ func TestUnixSocket(t *testing.T) {
 	out, err := exec.Command(hostBin, "call", "--addr", "unix:"+sock, "svc.echo", `{"msg":"via socket"}`).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "via socket") {
 		t.Fatalf("host call over unix socket: %v\n%s", err, out)
+	}
+}
+
+// TestReadyzWaitsForFirstScan: the API answers at once, /readyz says 503
+// until every skill of the first scan has started or failed (here one that
+// never completes its handshake and fails at the start timeout), then 200.
+func TestReadyzWaitsForFirstScan(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "good", Version: "1.0.0", Binary: skillBin})
+	testenv.Install(tree, testenv.Version{Skill: "slow", Version: "1.0.0", Binary: skillBin, Env: map[string]string{"TESTSKILL_MODE": "nohandshake"}})
+	sock := filepath.Join(t.TempDir(), "host.sock")
+	var logs testenv.SyncBuffer
+	cmd := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir(), "--start-timeout", "3s")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "unix", sock)
+	}}}
+	get := func(path string) (int, []byte, error) {
+		resp, err := c.Get("http://unix" + path)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, nil
+	}
+	var first int
+	var firstBody []byte
+	started := time.Now()
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		code, body, err := get("/readyz")
+		if err == nil && first == 0 {
+			first, firstBody = code, body
+		}
+		return err == nil && code == 200
+	}) {
+		t.Fatalf("never ready\n%s", logs.String())
+	}
+	if first != 503 {
+		t.Fatalf("first /readyz answer while a skill was still starting: %d %s", first, firstBody)
+	}
+	wantError(t, "/readyz before the first scan settled", first, firstBody, 503, "skill_unavailable")
+	if took := time.Since(started); took < 2*time.Second {
+		t.Fatalf("ready after %v, before the stuck skill's 3 s start timeout", took)
+	}
+	if _, body, _ := get("/v1/skills/slow"); !strings.Contains(string(body), `"state":"failed"`) {
+		t.Fatalf("the stuck skill after ready: %s", body)
+	}
+	if code, _, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d", code)
 	}
 }
 
