@@ -278,8 +278,13 @@ var runEvents = cliCommand("events", "", 0, 0, nil, func(c *client, _ []string, 
 			State   string `json:"state"`
 			Reason  string `json:"reason"`
 			Tools   int    `json:"tools"`
+			Calls   uint64 `json:"calls"`
 		}
 		json.Unmarshal(data, &e)
+		if event == "calls" {
+			fmt.Fprintf(out, "%s %-9s %d so far\n", e.Time, event, e.Calls)
+			return true
+		}
 		line := fmt.Sprintf("%s %-9s %s@%s %s", e.Time, event, e.Skill, e.Version, e.State)
 		if e.From != "" {
 			line = fmt.Sprintf("%s %-9s %s@%s %s -> %s", e.Time, event, e.Skill, e.Version, e.From, e.State)

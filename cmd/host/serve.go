@@ -201,6 +201,15 @@ func serve(f serveFlags, log hclog.Logger) error {
 	apiServer.Handle("GET /metrics", m.Handler())
 	d := &daemon{Server: apiServer, Registry: reg, Loader: ld, Log: log, Events: bus, Metrics: m}
 	d.OnShutdown = append(d.OnShutdown, apiServer.Shutdown)
+	// A "calls" event on /v1/events at most every second while calls are
+	// made, so the console's counters follow calls from any client.
+	pulseCtx, stopPulse := context.WithCancel(context.Background())
+	pulseDone := make(chan struct{})
+	go func() {
+		defer close(pulseDone)
+		bus.PulseCalls(pulseCtx, time.Second, m.Calls)
+	}()
+	defer func() { stopPulse(); <-pulseDone }()
 	for _, m := range mounts {
 		if err := m.setup(d); err != nil {
 			ln.Close()

@@ -6,13 +6,15 @@
 package events
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Event is one change. Type is "lifecycle" (a skill version changed state)
-// or "registry" (the tool set changed).
+// Event is one change. Type is "lifecycle" (a skill version changed state),
+// "registry" (the tool set changed) or "calls" (calls were made since the
+// last such event; Calls is the running total).
 type Event struct {
 	Seq     uint64    `json:"seq"`
 	Type    string    `json:"type"`
@@ -24,6 +26,7 @@ type Event struct {
 	Reason  string    `json:"reason,omitempty"`
 	Tools   int       `json:"tools,omitempty"`
 	DurMS   float64   `json:"duration_ms,omitempty"`
+	Calls   uint64    `json:"calls,omitempty"`
 	Time    time.Time `json:"time"`
 }
 
@@ -78,14 +81,20 @@ func (b *Bus) Subscribe(buf int) *Subscription {
 
 // Publish stamps e with a sequence number (and a time if it has none) and
 // hands it to every subscriber that has room.
-func (b *Bus) Publish(e Event) {
+func (b *Bus) Publish(e Event) { b.publish(e, true) }
+
+// Notify is Publish for an event that late joiners need not see (a pulse
+// of call counts): it is not remembered among the recent events.
+func (b *Bus) Notify(e Event) { b.publish(e, false) }
+
+func (b *Bus) publish(e Event, remember bool) {
 	e.Seq = b.seq.Add(1)
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.keep > 0 {
+	if remember && b.keep > 0 {
 		if len(b.recent) >= b.keep {
 			copy(b.recent, b.recent[1:])
 			b.recent = b.recent[:b.keep-1]
@@ -106,4 +115,25 @@ func (b *Bus) Recent() []Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]Event(nil), b.recent...)
+}
+
+// PulseCalls notifies subscribers with a "calls" event, at most once per
+// every, whenever total() moved, until ctx ends. Call counts change with
+// every call, far too often for an event each; a pulse lets a watcher (the
+// console's counters) follow them without polling.
+func (b *Bus) PulseCalls(ctx context.Context, every time.Duration, total func() uint64) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := total()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := total(); n != last {
+				last = n
+				b.Notify(Event{Type: "calls", Calls: n})
+			}
+		}
+	}
 }

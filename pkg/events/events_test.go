@@ -1,6 +1,12 @@
 package events
 
-import "testing"
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
 
 func TestFanOutAndLag(t *testing.T) {
 	b := New(3)
@@ -25,4 +31,36 @@ func TestFanOutAndLag(t *testing.T) {
 		t.Fatal("buffered event lost on close")
 	}
 	b.Publish(Event{}) // no panic on a closed subscriber
+}
+
+func TestPulseCallsAndNotify(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(10)
+		sub := b.Subscribe(10)
+		defer sub.Close()
+		var n atomic.Uint64
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); b.PulseCalls(ctx, time.Second, n.Load) }()
+
+		time.Sleep(3 * time.Second) // no calls: no pulse
+		synctest.Wait()
+		if len(sub.C) != 0 {
+			t.Fatalf("%d pulses with no calls", len(sub.C))
+		}
+		n.Add(5) // a burst of calls within one period: one pulse with the total
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if len(sub.C) != 1 {
+			t.Fatalf("%d pulses after one burst, want 1", len(sub.C))
+		}
+		if e := <-sub.C; e.Type != "calls" || e.Calls != 5 {
+			t.Fatalf("pulse = %+v", e)
+		}
+		if len(b.Recent()) != 0 {
+			t.Fatalf("a pulse was remembered for late joiners: %+v", b.Recent())
+		}
+		cancel()
+		<-done
+	})
 }

@@ -8,6 +8,7 @@ package metrics
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ type Metrics struct {
 	invalid   map[string]struct{} // folders invalid at the last scan, so each counts once
 
 	calls      *prometheus.CounterVec
+	total      atomic.Uint64 // every call observed, for Calls
 	latency    *prometheus.HistogramVec
 	restarts   *prometheus.CounterVec
 	swaps      prometheus.Counter
@@ -142,10 +144,14 @@ func (m *Metrics) ObserveCall(tool string, code registry.Code, d time.Duration) 
 		tool = "(unknown)"
 	}
 	m.calls.WithLabelValues(tool, outcome).Inc()
+	m.total.Add(1)
 	if code == "" || code == registry.CodeToolError {
 		m.latency.WithLabelValues(tool).Observe(d.Seconds())
 	}
 }
+
+// Calls is the number of calls observed so far, whatever their outcome.
+func (m *Metrics) Calls() uint64 { return m.total.Load() }
 
 // ObserveEvent is fed every lifecycle event.
 func (m *Metrics) ObserveEvent(e loader.Event) {

@@ -270,6 +270,9 @@ func TestConsoleHotSwapLive(t *testing.T) {
 	for _, args := range []string{`{"expression":"1+1"}`, `{"expression":"2*21"}`, `{"expression":"sqrt(2)"}`, `{"expr":"1"}`} {
 		d.Do(t, "POST", "/v1/tools/calc.evaluate/invoke", `{"arguments":`+args+`}`)
 	}
+	// Made by another client, with no lifecycle change to follow: the
+	// daemon's "calls" pulse on /v1/events brings them to the page.
+	p.wait(10*time.Second, "another client's calls counted live", row("calc")+`.querySelector('td.errors').textContent === '1 (25.0%)'`)
 
 	// Hold a call on 1.0.0 so that it drains visibly after the swap.
 	held := make(chan string, 1)

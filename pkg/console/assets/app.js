@@ -236,6 +236,9 @@
         soon(refresh, 'refresh', 120);
         if (type === 'registry') soon(search, 'search', 300);
         break;
+      case 'calls': // the daemon's pulse: calls were made (by anyone) since the last one
+        soon(refresh, 'refresh', 0);
+        break;
       case 'lagged':
         soon(refresh, 'refresh', 0);
         soon(search, 'search', 0);
