@@ -388,6 +388,39 @@ func waitTools(t *testing.T, c *client, ok func([]string) bool) {
 	}
 }
 
+// TestDaemonListChangedOnOperatorDecisions: disable, enable, pin and unpin
+// over the daemon's API each reach a connected MCP client as list_changed,
+// and the next tools/list is current.
+func TestDaemonListChangedOnOperatorDecisions(t *testing.T) {
+	root := t.TempDir()
+	install(t, root, "alpha", "1.0.0")
+	install(t, root, "alpha", "1.1.0")
+	install(t, root, "beta", "1.0.0")
+	d := startDaemon(t, root)
+	c := connectHTTP(t, d.URL+"/mcp", nil)
+	if v := metaVersion(c.tool("alpha.echo")); v != "1.1.0" {
+		t.Fatalf("alpha.echo at %q, want the newest", v)
+	}
+	admin := func(method, path string, body any) {
+		t.Helper()
+		if code, b := d.Do(t, method, path, body); code != 200 {
+			t.Fatalf("%s %s: %d %s", method, path, code, b)
+		}
+	}
+	c.drainChanged()
+	admin("POST", "/v1/skills/alpha/disable", nil)
+	waitTools(t, c, func(ns []string) bool { return !slices.Contains(ns, "alpha.echo") && slices.Contains(ns, "beta.echo") })
+	admin("POST", "/v1/skills/alpha/enable", nil)
+	c.waitVersion("alpha.echo", "1.1.0", 20*time.Second)
+	admin("PUT", "/v1/skills/alpha/pin", map[string]string{"version": "1.0.0"})
+	c.waitVersion("alpha.echo", "1.0.0", 20*time.Second)
+	if e := echoOf(t, c.mustCall("alpha.echo", nil)); e.Version != "1.0.0" {
+		t.Fatalf("pinned, served by %s", e.Version)
+	}
+	admin("DELETE", "/v1/skills/alpha/pin", nil)
+	c.waitVersion("alpha.echo", "1.1.0", 20*time.Second)
+}
+
 func TestDaemonListAfterCrashAndRestart(t *testing.T) {
 	root := t.TempDir()
 	install(t, root, "alpha", "1.0.0")
