@@ -91,6 +91,31 @@ wait "$evpid" 2>/dev/null || true
 grep -q '"event":"state"' "$work/events.log" && grep -q '"state":"failed"' "$work/events.log" || fail "events stream: $(head -c 400 "$work/events.log")"
 ok "events stream, pin/unpin, rescan, SIGHUP"
 
+# scripts/install-skill.sh, as the README's tour uses it: a folder (manifest
+# and binary) into the served tree, then a bare SDK binary into a new tree.
+go build -o "$work/testskill" ./internal/testskill
+src="$work/probe-src"
+mkdir -p "$src"
+cp "$work/testskill" "$src/skill"
+sum=$(sha256sum "$src/skill" | cut -d' ' -f1)
+cat >"$src/manifest.json" <<JSON
+{"manifest_version": 1, "name": "probe", "version": "2.0.0", "description": "e2e probe.",
+ "entrypoint": "skill", "sha256": "$sum", "env": {"TESTSKILL_NAME": "probe", "TESTSKILL_VERSION": "2.0.0"}}
+JSON
+bash scripts/install-skill.sh "$src" --skills "$work/skills" >"$work/install.log" 2>&1 || fail "install-skill.sh FOLDER: $(cat "$work/install.log")"
+probe=""
+for _ in $(seq 1 100); do
+  probe=$("$host" call probe.echo '{}' 2>&1) || true
+  has '"version": *"2.0.0"' "$probe" && break
+  sleep 0.1
+done
+has '"version": *"2.0.0"' "$probe" || fail "a version installed with install-skill.sh is not served: $probe"
+go build -o "$work/textkit" ./examples/skills/textkit
+bash scripts/install-skill.sh "$work/textkit" --skills "$work/tree2" >/dev/null 2>&1 || fail "install-skill.sh BINARY"
+"$host" validate "$work/tree2" >/dev/null || fail "install-skill.sh BINARY wrote a version host validate refuses"
+[ -f "$work/tree2/textkit/1.0.0/manifest.json" ] || fail "install-skill.sh BINARY: no textkit/1.0.0"
+ok "install-skill.sh: a folder hot-swapped in and served, a binary installed into a new tree"
+
 metrics=$(curl -sf "$SKILLHOST_ADDR/metrics") || fail "GET /metrics"
 has '^skillhost_calls_total{outcome="ok",tool="calc.evaluate"}' "$metrics" || fail "metrics: no ok calls of calc.evaluate counted"
 ok "metrics count calls"
