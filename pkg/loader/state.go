@@ -40,8 +40,8 @@ const StateFileName = "state.json"
 func NewStateStore() *StateStore { return &StateStore{skills: map[string]skillState{}} }
 
 // OpenStateStore loads the decisions in dir/state.json. A missing file
-// means no decisions. A corrupt file is moved aside (state.json.corrupt-…,
-// never deleted) and the store starts empty; warning then says what
+// means no decisions. A corrupt or unreadable file is moved aside
+// (state.json.corrupt-… or .unreadable-…, never deleted) and the store starts empty; warning then says what
 // happened, for the log. Only a folder that cannot be created is an error.
 func OpenStateStore(dir string) (s *StateStore, warning string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -52,19 +52,24 @@ func OpenStateStore(dir string) (s *StateStore, warning string, err error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return s, "", nil
 	}
+	// A file that cannot be read or parsed is kept aside, never overwritten:
+	// the next decision would otherwise replace it and lose what it held.
+	keepAside := func(what string, err error) (*StateStore, string, error) {
+		aside := fmt.Sprintf("%s.%s-%s", s.path, what, time.Now().UTC().Format("20060102T150405.000000000Z"))
+		if rerr := os.Rename(s.path, aside); rerr != nil {
+			return s, fmt.Sprintf("state file %s is %s (%v) and could not be moved aside (%v); starting with no operator decisions", s.path, what, err, rerr), nil
+		}
+		return s, fmt.Sprintf("state file %s is %s (%v); kept it as %s and started with no operator decisions", s.path, what, err, aside), nil
+	}
 	if err != nil {
-		return s, fmt.Sprintf("cannot read %s (%v); starting with no operator decisions", s.path, err), nil
+		return keepAside("unreadable", err)
 	}
 	var f stateFile
 	if err := json.Unmarshal(b, &f); err != nil || f.Version != 1 {
 		if err == nil {
 			err = fmt.Errorf("unknown version %d", f.Version)
 		}
-		aside := fmt.Sprintf("%s.corrupt-%s", s.path, time.Now().UTC().Format("20060102T150405Z"))
-		if rerr := os.Rename(s.path, aside); rerr != nil {
-			return s, fmt.Sprintf("state file %s is corrupt (%v) and could not be moved aside (%v); starting with no operator decisions", s.path, err, rerr), nil
-		}
-		return s, fmt.Sprintf("state file %s is corrupt (%v); kept it as %s and started with no operator decisions", s.path, err, aside), nil
+		return keepAside("corrupt", err)
 	}
 	for k, v := range f.Skills {
 		s.skills[k] = v
