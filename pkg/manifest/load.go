@@ -233,22 +233,22 @@ func (l *loader) checkEntrypoint(m *Manifest, shaUnusable bool) string {
 	var esc *escapeError
 	switch {
 	case errors.As(err, &esc):
-		l.bad("entrypoint", "%s escapes the version folder (symlink %q points to %q)", q, esc.link, esc.target)
+		l.bad("$.entrypoint", "%s escapes the version folder (symlink %q points to %q)", q, esc.link, esc.target)
 		return ""
 	case errors.Is(err, errSymlinkLoop):
-		l.bad("entrypoint", "%s is a symlink loop (more than %d links to follow)", q, maxSymlinks)
+		l.bad("$.entrypoint", "%s is a symlink loop (more than %d links to follow)", q, maxSymlinks)
 		return ""
 	case errors.Is(err, fs.ErrNotExist):
-		l.notYet("entrypoint", "%s does not exist in the version folder: the copy may be incomplete", q)
+		l.notYet("$.entrypoint", "%s does not exist in the version folder: the copy may be incomplete", q)
 		return ""
 	case err != nil:
-		l.bad("entrypoint", "%s cannot be resolved: %v", q, err)
+		l.bad("$.entrypoint", "%s cannot be resolved: %v", q, err)
 		return ""
 	}
 
 	fi, err := os.Lstat(resolved)
 	if err != nil {
-		l.bad("entrypoint", "%s cannot be read: %v", q, err)
+		l.bad("$.entrypoint", "%s cannot be read: %v", q, err)
 		return ""
 	}
 	if !fi.Mode().IsRegular() {
@@ -256,32 +256,32 @@ func (l *loader) checkEntrypoint(m *Manifest, shaUnusable bool) string {
 		if fi.IsDir() {
 			kind = "a folder, not a file"
 		}
-		l.bad("entrypoint", "%s is %s", q, kind)
+		l.bad("$.entrypoint", "%s is %s", q, kind)
 		return ""
 	}
 	l.v.EntrypointPath = resolved
 	if fi.Mode().Perm()&0o111 == 0 {
-		l.bad("entrypoint", "%s is not executable (mode %04o); run chmod +x on it", q, fi.Mode().Perm())
+		l.bad("$.entrypoint", "%s is not executable (mode %04o); run chmod +x on it", q, fi.Mode().Perm())
 	}
 	if l.opts.StrictModes {
 		for d := filepath.Dir(resolved); d != realDir && strings.HasPrefix(d, realDir+string(filepath.Separator)); d = filepath.Dir(d) {
 			rel, _ := filepath.Rel(realDir, d)
-			l.strict("entrypoint", "folder "+rel, d)
+			l.strict("$.entrypoint", "folder "+rel, d)
 		}
-		l.strict("entrypoint", "entrypoint "+q, resolved)
+		l.strict("$.entrypoint", "entrypoint "+q, resolved)
 	}
 
 	sum, err := l.opts.Hashes.hashFile(resolved)
 	switch {
 	case errors.Is(err, errChangedWhileHashing):
-		l.notYet("entrypoint", "%s changed while it was being hashed: the copy may be incomplete", q)
+		l.notYet("$.entrypoint", "%s changed while it was being hashed: the copy may be incomplete", q)
 		return ""
 	case err != nil:
-		l.bad("entrypoint", "%s cannot be hashed: %v", q, err)
+		l.bad("$.entrypoint", "%s cannot be hashed: %v", q, err)
 		return ""
 	}
 	if !shaUnusable && sum != m.SHA256 {
-		l.notYet("entrypoint", "sha256 mismatch (manifest %s…, file %s…): the copy may be incomplete", m.SHA256[:12], sum[:12])
+		l.notYet("$.sha256", "sha256 mismatch (manifest %s…, file %s…): the copy may be incomplete", m.SHA256[:12], sum[:12])
 		// The bytes are not the ones the manifest describes, so judging their format would
 		// only produce noise about a half-written file.
 		return sum
@@ -295,7 +295,7 @@ func (l *loader) checkEntrypoint(m *Manifest, shaUnusable bool) string {
 func (l *loader) checkFormat(path, q string) {
 	f, err := os.Open(path)
 	if err != nil {
-		l.bad("entrypoint", "%s cannot be read: %v", q, err)
+		l.bad("$.entrypoint", "%s cannot be read: %v", q, err)
 		return
 	}
 	defer f.Close()
@@ -305,14 +305,14 @@ func (l *loader) checkFormat(path, q string) {
 	switch {
 	case bytes.HasPrefix(head, []byte("\x7fELF")):
 		if msg := elfProblem(f); msg != "" {
-			l.bad("entrypoint", "%s %s", q, msg)
+			l.bad("$.entrypoint", "%s %s", q, msg)
 		}
 	case bytes.HasPrefix(head, []byte("#!")):
 		if msg := shebangProblem(head); msg != "" {
-			l.bad("entrypoint", "%s %s", q, msg)
+			l.bad("$.entrypoint", "%s %s", q, msg)
 		}
 	case runtime.GOOS == "linux":
-		l.bad("entrypoint", "%s is neither an ELF executable nor a \"#!\" script, so linux cannot run it", q)
+		l.bad("$.entrypoint", "%s is neither an ELF executable nor a \"#!\" script, so linux cannot run it", q)
 	}
 }
 

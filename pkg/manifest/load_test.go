@@ -95,22 +95,22 @@ func TestLoadProblems(t *testing.T) {
 		{name: "symlink out, absolute", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			symlink(t, "/bin/sh", filepath.Join(dir, "run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{`"run" escapes the version folder`, `"/bin/sh"`}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{`"run" escapes the version folder`, `"/bin/sh"`}},
 		{name: "symlink out, relative", setup: func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "..", "outside"), script, 0o755)
 			os.Remove(filepath.Join(dir, "run"))
 			symlink(t, "../outside", filepath.Join(dir, "run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"escapes the version folder", `"../outside"`}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"escapes the version folder", `"../outside"`}},
 		{name: "symlink out and back in", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			writeFile(t, filepath.Join(dir, "real"), script, 0o755)
 			symlink(t, "../1.0.0/real", filepath.Join(dir, "run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"escapes the version folder"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"escapes the version folder"}},
 		{name: "symlink folder out", setup: func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "..", "elsewhere", "run"), script, 0o755)
 			symlink(t, "../elsewhere", filepath.Join(dir, "bin"))
 			rewrite(t, dir, script, pointAt("bin/run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{`"bin/run" escapes`, `symlink "bin"`}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{`"bin/run" escapes`, `symlink "bin"`}},
 		{name: "symlink inside", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			writeFile(t, filepath.Join(dir, "bin", "real"), script, 0o755)
@@ -126,52 +126,52 @@ func TestLoadProblems(t *testing.T) {
 			os.Remove(filepath.Join(dir, "run"))
 			symlink(t, "loop", filepath.Join(dir, "run"))
 			symlink(t, "run", filepath.Join(dir, "loop"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{`"run" is a symlink loop`}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{`"run" is a symlink loop`}},
 		{name: "self symlink", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			symlink(t, "run", filepath.Join(dir, "run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"symlink loop"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"symlink loop"}},
 		{name: "dangling symlink inside", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			symlink(t, "not-yet", filepath.Join(dir, "run"))
-		}, status: StatusIncomplete, path: "entrypoint", parts: []string{"does not exist", "incomplete"}},
+		}, status: StatusIncomplete, path: "$.entrypoint", parts: []string{"does not exist", "incomplete"}},
 		{name: "not executable", setup: func(t *testing.T, dir string) { entry(t, dir, script, 0o644) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{`"run" is not executable (mode 0644)`}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{`"run" is not executable (mode 0644)`}},
 		{name: "entrypoint is a folder", setup: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "run"))
 			os.Mkdir(filepath.Join(dir, "run"), 0o755)
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"a folder, not a file"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"a folder, not a file"}},
 		{name: "entrypoint under a file", setup: func(t *testing.T, dir string) { rewrite(t, dir, script, pointAt("run/x")) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"not a folder"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"not a folder"}},
 		{name: "ELF for another arch", setup: func(t *testing.T, dir string) { entry(t, dir, foreignELF(), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"is an ELF binary for EM_", "rebuild it with GOARCH="}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"is an ELF binary for EM_", "rebuild it with GOARCH="}},
 		{name: "corrupt ELF", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("\x7fELF\x02\x01garbage"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"not a valid one"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"not a valid one"}},
 		{name: "ELF object file", setup: func(t *testing.T, dir string) {
 			b := nativeELF(t)
 			b[16] = 1 // e_type = ET_REL (little-endian low byte)
 			entry(t, dir, b, 0o755)
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"ET_REL", "not an executable"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"ET_REL", "not an executable"}},
 		{name: "script with missing interpreter", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("#!/nonexistent/interp\n"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{`interpreter "/nonexistent/interp", which does not exist`}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{`interpreter "/nonexistent/interp", which does not exist`}},
 		{name: "script with relative interpreter", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("#!python3\n"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"not an absolute path"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"not an absolute path"}},
 		{name: "script with non-executable interpreter", setup: func(t *testing.T, dir string) {
 			entry(t, dir, []byte("#!"+filepath.Join(dir, FileName)+"\n"), 0o755)
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"not an executable file"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"not an executable file"}},
 		{name: "script with CRLF", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("#!/bin/sh\r\necho\r\n"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"Windows line endings"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"Windows line endings"}},
 		{name: "script with no interpreter", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("#!  \n"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"names no interpreter"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"names no interpreter"}},
 		{name: "script with env", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("#!/usr/bin/env sh\necho\n"), 0o755) },
 			status: StatusValid},
 		{name: "neither ELF nor script", setup: func(t *testing.T, dir string) { entry(t, dir, []byte("MZ\x90\x00 windows"), 0o755) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"neither an ELF executable nor"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"neither an ELF executable nor"}},
 		{name: "checksum mismatch", setup: func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "run"), script[:5], 0o755) // half-copied
-		}, status: StatusIncomplete, path: "entrypoint", parts: []string{"sha256 mismatch (manifest " + sum(script)[:12] + "…, file " + sum(script[:5])[:12] + "…)", "incomplete"}},
+		}, status: StatusIncomplete, path: "$.sha256", parts: []string{"sha256 mismatch (manifest " + sum(script)[:12] + "…, file " + sum(script[:5])[:12] + "…)", "incomplete"}},
 		{name: "missing entrypoint", setup: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "run")) },
-			status: StatusIncomplete, path: "entrypoint", parts: []string{`"run" does not exist`, "incomplete"}},
+			status: StatusIncomplete, path: "$.entrypoint", parts: []string{`"run" does not exist`, "incomplete"}},
 		{name: "missing manifest", setup: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, FileName)) },
 			status: StatusIncomplete, path: "manifest", parts: []string{"manifest.json is missing"}},
 		{name: "empty manifest", setup: func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, FileName), nil, 0o644) },
@@ -184,7 +184,7 @@ func TestLoadProblems(t *testing.T) {
 			status: StatusInvalid, path: "$", parts: []string{"invalid JSON at line 1"}},
 		{name: "invalid wins over incomplete", setup: func(t *testing.T, dir string) {
 			rewrite(t, dir, []byte("other bytes"), func(m map[string]any) { m["name"] = "other" })
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"sha256 mismatch"}},
+		}, status: StatusInvalid, path: "$.sha256", parts: []string{"sha256 mismatch"}},
 		{name: "manifest is a symlink", setup: func(t *testing.T, dir string) {
 			os.Rename(filepath.Join(dir, FileName), filepath.Join(dir, "real.json"))
 			symlink(t, "real.json", filepath.Join(dir, FileName))
@@ -200,16 +200,16 @@ func TestLoadProblems(t *testing.T) {
 		{name: "strict: world-writable root", strict: true, setup: func(t *testing.T, dir string) { os.Chmod(filepath.Dir(filepath.Dir(dir)), 0o777) },
 			status: StatusInvalid, path: "root", parts: []string{"skills root", "world-writable"}},
 		{name: "strict: world-writable entrypoint", strict: true, setup: func(t *testing.T, dir string) { os.Chmod(filepath.Join(dir, "run"), 0o757) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{`entrypoint "run"`, "world-writable (mode 0757)"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{`entrypoint "run"`, "world-writable (mode 0757)"}},
 		{name: "strict: group-writable manifest", strict: true, setup: func(t *testing.T, dir string) { os.Chmod(filepath.Join(dir, FileName), 0o664) },
 			status: StatusInvalid, path: "manifest", parts: []string{"group-writable"}},
 		{name: "strict: world-writable folder on the way to the entrypoint", strict: true, setup: func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "bin", "run"), script, 0o755)
 			os.Chmod(filepath.Join(dir, "bin"), 0o777)
 			rewrite(t, dir, script, pointAt("bin/run"))
-		}, status: StatusInvalid, path: "entrypoint", parts: []string{"folder bin", "world-writable"}},
+		}, status: StatusInvalid, path: "$.entrypoint", parts: []string{"folder bin", "world-writable"}},
 		{name: "strict: foreign-owned entrypoint", strict: true, setup: func(t *testing.T, dir string) { chown(t, filepath.Join(dir, "run")) },
-			status: StatusInvalid, path: "entrypoint", parts: []string{"owned by uid 12345"}},
+			status: StatusInvalid, path: "$.entrypoint", parts: []string{"owned by uid 12345"}},
 		{name: "strict: foreign-owned version folder", strict: true, setup: func(t *testing.T, dir string) { chown(t, dir) },
 			status: StatusInvalid, path: "folder", parts: []string{"owned by uid 12345"}},
 		{name: "strict: foreign-owned manifest", strict: true, setup: func(t *testing.T, dir string) { chown(t, filepath.Join(dir, FileName)) },
