@@ -734,3 +734,30 @@ func TestBusyFolderDoesNotHoldBackChanges(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
 	h.waitVersion("svc", "2.0.0", 5*time.Second)
 }
+
+// TestManifestToolsMustMatch: a manifest that lists its tools is held to
+// them; a binary that describes others fails with every difference named,
+// and the version that lists them right serves.
+func TestManifestToolsMustMatch(t *testing.T) {
+	h := newHarness(t, nil)
+	all := []string{"big", "crash", "echo", "env", "fail", "sleep", "spawn"}
+	good, err := testenv.Install(h.root, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: testSkillBin, Tools: all})
+	if err != nil || good == "" {
+		t.Fatal(err)
+	}
+	wrong := append([]string{"ghost"}, all[1:]...) // lists ghost, omits big
+	if _, err := testenv.Install(h.root, testenv.Version{Skill: "svc", Version: "2.0.0", Binary: testSkillBin, Tools: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	st := h.status("svc")
+	v2, _ := versionState(st, "2.0.0")
+	if v2.State != StateFailed ||
+		!strings.Contains(v2.LastError, `the manifest lists tool "ghost", which the binary does not describe`) ||
+		!strings.Contains(v2.LastError, `the binary describes tool "big", which the manifest does not list`) {
+		t.Fatalf("2.0.0 = %+v", v2)
+	}
+	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
+		t.Fatalf("the version that lists its tools right does not serve: %+v %v", r, err)
+	}
+}
