@@ -97,6 +97,7 @@ func main() {
 		sdk.Tool(s, "shout", "Print the message to stdout and stderr, then echo it.", func(ctx context.Context, in echoIn) (echoOut, error) {
 			fmt.Println("stdout says", in.Msg)
 			fmt.Fprintln(os.Stderr, "stderr says", in.Msg)
+			sdk.Logger().Warn("logger says", "msg", in.Msg)
 			return echoOut{Version: version, Msg: in.Msg, PID: os.Getpid()}, nil
 		})
 	}

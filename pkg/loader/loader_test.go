@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -626,15 +627,20 @@ func TestHandlerOutputReachesTheLog(t *testing.T) {
 	}
 	if !testenv.WaitFor(3*time.Second, func() bool {
 		out := buf.String()
-		return strings.Contains(out, "stdout says hello-log") && strings.Contains(out, "stderr says hello-log")
+		return strings.Contains(out, "stdout says hello-log") && strings.Contains(out, "stderr says hello-log") &&
+			strings.Contains(out, "logger says")
 	}) {
 		t.Fatalf("handler output not in the host log:\n%s", buf.String())
+	}
+	// sdk.Logger's lines arrive through hclog at their own level.
+	if !strings.Contains(buf.String(), "[WARN]  svc@1.0.0.") || !regexp.MustCompile(`\[WARN\] .*logger says: .*msg=hello-log`).MatchString(buf.String()) {
+		t.Errorf("sdk.Logger's warning not relayed at WARN:\n%s", buf.String())
 	}
 	// Every line of the skill carries skill, version and pid, the handler's
 	// raw output included (go-plugin gets its logger before the pid exists).
 	pid := fmt.Sprintf("pid=%d", h.status("svc").Versions[0].PID)
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if strings.Contains(line, "says hello-log") &&
+		if (strings.Contains(line, "says hello-log") || strings.Contains(line, "logger says")) &&
 			!(strings.Contains(line, "skill=svc") && strings.Contains(line, "version=1.0.0") && strings.Contains(line, pid)) {
 			t.Errorf("a skill's log line lacks skill, version or %s: %s", pid, line)
 		}
