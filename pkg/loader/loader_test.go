@@ -767,3 +767,67 @@ func TestManifestToolsMustMatch(t *testing.T) {
 		t.Fatalf("the version that lists its tools right does not serve: %+v %v", r, err)
 	}
 }
+
+// TestCrashLoopBacksOff: each restart of a skill that keeps crashing waits
+// twice as long as the one before, up to the cap; the loop is visible in
+// the status (crashed, restarts, last error); and after sustained uptime
+// the backoff starts over.
+func TestCrashLoopBacksOff(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.RestartBackoff, c.RestartBackoffMax, c.RestartResetAfter = 200*time.Millisecond, 400*time.Millisecond, 1500*time.Millisecond
+	})
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	// gap is the time from the crash to the restart's start, from the
+	// loader's own events: the backoff alone, plus scheduling.
+	crashAndGap := func() time.Duration {
+		t.Helper()
+		r, err := h.echo("svc.echo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := len(h.events())
+		syscall.Kill(r.PID, syscall.SIGKILL)
+		if !testenv.WaitFor(2*time.Second, func() bool {
+			v, _ := versionState(h.status("svc"), "1.0.0")
+			return v.State == StateCrashed && v.LastError != ""
+		}) {
+			t.Fatalf("the crash is not visible: %+v", h.status("svc"))
+		}
+		h.waitVersion("svc", "1.0.0", 5*time.Second)
+		var crashed, started time.Time
+		for _, e := range h.events()[from:] {
+			switch {
+			case e.State == StateCrashed && crashed.IsZero():
+				crashed = e.Time
+			case e.State == StateStarting && !crashed.IsZero() && started.IsZero():
+				started = e.Time
+			}
+		}
+		if crashed.IsZero() || started.IsZero() {
+			t.Fatalf("no crashed → starting events: %+v", h.events()[from:])
+		}
+		return started.Sub(crashed)
+	}
+	var gaps []time.Duration
+	for range 4 {
+		gaps = append(gaps, crashAndGap())
+	}
+	t.Logf("backoff gaps: %v", gaps)
+	for i, want := range []time.Duration{200, 400, 400, 400} {
+		if gaps[i] < want*time.Millisecond {
+			t.Errorf("restart %d after %v, before its backoff of %vms", i+1, gaps[i], want)
+		}
+	}
+	if gaps[3] > 1200*time.Millisecond { // uncapped it would be 1.6 s
+		t.Errorf("restart 4 after %v: the backoff is not capped at 400ms", gaps[3])
+	}
+	if v, _ := versionState(h.status("svc"), "1.0.0"); v.Restarts < 4 {
+		t.Errorf("restarts = %d, want at least 4", v.Restarts)
+	}
+	// Up for longer than RestartResetAfter: the next crash starts over.
+	time.Sleep(1700 * time.Millisecond)
+	if g := crashAndGap(); g >= 400*time.Millisecond {
+		t.Errorf("after sustained uptime the restart waited %v; the backoff did not reset to 200ms", g)
+	}
+}
