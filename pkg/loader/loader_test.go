@@ -363,13 +363,20 @@ func TestBrokenNewVersionKeepsOldServing(t *testing.T) {
 	h.start()
 	h.install("svc", "2.0.0", map[string]string{"TESTSKILL_MODE": "exit"})
 	h.install("svc", "3.0.0", map[string]string{"TESTSKILL_MODE": "badschema"})
+	h.install("svc", "4.0.0", map[string]string{"TESTSKILL_MODE": "garbage"}) // fails the handshake
 	if !testenv.WaitFor(5*time.Second, func() bool {
 		st := h.status("svc")
 		a, _ := versionState(st, "2.0.0")
 		b, _ := versionState(st, "3.0.0")
-		return a.State == StateFailed && b.State == StateFailed
+		c, _ := versionState(st, "4.0.0")
+		return a.State == StateFailed && b.State == StateFailed && c.State == StateFailed
 	}) {
 		t.Fatalf("status = %+v", h.status("svc"))
+	}
+	for v, says := range map[string]string{"2.0.0": "exiting at start", "3.0.0": "schema", "4.0.0": "not a go-plugin handshake line"} {
+		if vs, _ := versionState(h.status("svc"), v); !strings.Contains(vs.LastError, says) {
+			t.Errorf("%s failed with %q, which does not say %q", v, vs.LastError, says)
+		}
 	}
 	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
 		t.Fatalf("old version not serving: %+v, %v", r, err)
