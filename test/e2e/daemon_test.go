@@ -206,6 +206,36 @@ func TestAuth(t *testing.T) {
 	if code, body := d.Do(t, "POST", "/v1/tools/calc.evaluate/invoke", `{"arguments":{"expression":"1+1"}}`); code != 200 {
 		t.Fatalf("with token: %d %s", code, body)
 	}
+	// The CLI sends the token from --token-file or SKILLHOST_TOKEN_FILE;
+	// without one it exits 1 with the daemon's unauthorized.
+	cli := func(env []string, args ...string) (string, int) {
+		cmd := exec.Command(hostBin, append(args, "--addr", d.URL)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, code := cli(nil, "tools", "--tag", "math"); code != 1 || !strings.Contains(out, "unauthorized") {
+		t.Fatalf("CLI without a token: exit %d\n%s", code, out)
+	}
+	if out, code := cli(nil, "call", "calc.evaluate", `{"expression":"2+2"}`, "--token-file", tokFile); code != 0 || !strings.Contains(out, "4") {
+		t.Fatalf("CLI call with --token-file: exit %d\n%s", code, out)
+	}
+	listOut, code := cli([]string{"SKILLHOST_TOKEN_FILE=" + tokFile}, "tools", "--tag", "math", "--json")
+	var listed struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if code != 0 || json.Unmarshal([]byte(listOut), &listed) != nil || len(listed.Tools) == 0 {
+		t.Fatalf("CLI tools --tag math --json with SKILLHOST_TOKEN_FILE: exit %d\n%s", code, listOut)
+	}
+	for _, tl := range listed.Tools {
+		if !strings.HasPrefix(tl.Name, "calc.") {
+			t.Errorf("tools --tag math listed %s", tl.Name)
+		}
+	}
 	// A token file others can read is refused.
 	os.Chmod(tokFile, 0o644)
 	out, err = exec.Command(hostBin, "serve", "--skills", tree, "--token-file", tokFile, "--state-dir", t.TempDir()).CombinedOutput()
