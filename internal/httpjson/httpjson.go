@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/skillhost/skillhost/pkg/registry"
@@ -82,6 +83,8 @@ func bodyError(err error, limit int64, emptyHint string) error {
 		return registry.Errorf(registry.CodeBadRequest, "request body is not valid JSON at byte %d: %v", se.Offset, err)
 	case errors.As(err, &ute):
 		return registry.Errorf(registry.CodeBadRequest, "request body field %q must be %s, not %s", ute.Field, ute.Type, ute.Value)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return registry.Errorf(registry.CodeBadRequest, "request body did not arrive within the server's read timeout (--read-timeout); send it at once")
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
 		return registry.Errorf(registry.CodeBadRequest, "request body has %s", strings.TrimPrefix(err.Error(), "json: "))
 	default:

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -353,6 +354,50 @@ func manyKeys(size int) string {
 // headers a byte at a time (ReadHeaderTimeout, 10 s in cmd/host/serve.go,
 // not configurable, so this test takes about 10 s; it runs in parallel), and
 // serving other clients meanwhile.
+// TestSlowBody: a client that sends its headers, then its body a byte every
+// 200 ms, is cut off at --read-timeout, and is answered in the one error
+// shape if it is answered at all; other clients are served meanwhile.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	tree := t.TempDir()
+	install(t, tree, "good", "1.0.0", "", nil, nil)
+	h := startHost(t, tree, hostOpts{args: []string{"--read-timeout", "2s"}})
+	c, err := net.Dial("tcp", h.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "POST /v1/tools/good.echo/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"arguments\":{\"msg\":\"")
+	answer := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c) // until the server closes the connection
+		answer <- b
+	}()
+	var got []byte
+dribble:
+	for time.Since(start) < 20*time.Second {
+		select {
+		case got = <-answer:
+			break dribble
+		case <-time.After(200 * time.Millisecond):
+			c.Write([]byte("x"))
+		}
+	}
+	took := time.Since(start)
+	if took < 1900*time.Millisecond || took > 6*time.Second {
+		t.Fatalf("a body sent a byte every 200ms was cut off after %v, want about the 2s --read-timeout", took)
+	}
+	if len(got) > 0 {
+		resp := string(got)
+		if !strings.HasPrefix(resp, "HTTP/1.1 400") || !strings.Contains(resp, `{"error":{"code":"bad_request"`) || !strings.Contains(resp, "read timeout") {
+			t.Fatalf("answer to the slow body: %q", resp)
+		}
+	}
+	t.Logf("slow body cut off after %v; answer: %q", took.Round(time.Millisecond), got)
+	h.wantCall("good.echo", `{}`, 200, "")
+}
+
 func TestSlowClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the 10 s ReadHeaderTimeout")
