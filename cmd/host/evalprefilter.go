@@ -20,6 +20,7 @@ func runEvalPrefilter(args []string, stdout, stderr io.Writer) int {
 	catalog := fs.String("catalog", "../shared/data/bfcl/catalog.jsonl", "tool catalog (JSONL: name, description, tags, parameters)")
 	queries := fs.String("queries", "../shared/data/bfcl/queries.jsonl", "queries (JSONL: id, query, gold)")
 	minR5 := fs.Float64("min-recall5", 0, "exit 1 if recall@5 is below this")
+	minR1 := fs.Float64("min-recall1", 0, "exit 1 if recall@1 is below this")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -30,11 +31,17 @@ func runEvalPrefilter(args []string, stdout, stderr io.Writer) int {
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Fprintln(stdout, string(b))
-	if rep.Recall5 < *minR5 {
-		fmt.Fprintf(stderr, "host eval-prefilter: recall@5 %.3f is below %.3f\n", rep.Recall5, *minR5)
-		return exitFailure
+	code := exitOK
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"recall@5", rep.Recall5, *minR5}, {"recall@1", rep.Recall1, *minR1}} {
+		if c.got < c.want {
+			fmt.Fprintf(stderr, "host eval-prefilter: %s %.3f is below %.3f\n", c.name, c.got, c.want)
+			code = exitFailure
+		}
 	}
-	return exitOK
+	return code
 }
 
 type evalReport struct {
