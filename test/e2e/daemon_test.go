@@ -482,22 +482,32 @@ func TestSIGKILLOfHostTakesSkillsDown(t *testing.T) {
 	}
 }
 
-func TestUnixSocket(t *testing.T) {
-	tree := t.TempDir()
-	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+// serveUnix runs a daemon on tree listening on a unix socket, which exists
+// before the first scan ends (unlike --addr-file, written after it), and
+// returns the socket and a client that dials it. The daemon's output goes to
+// logs when given. It is stopped with SIGTERM when the test ends.
+func serveUnix(t *testing.T, tree string, logs io.Writer, args ...string) (string, *http.Client) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "host.sock")
-	cmd := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir())
+	cmd := exec.Command(hostBin, append([]string{"serve", "--skills", tree, "--listen", "unix:" + sock, "--state-dir", t.TempDir()}, args...)...)
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
-	}()
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	})
+	return sock, &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var dl net.Dialer
 		return dl.DialContext(ctx, "unix", sock)
 	}}}
+}
+
+func TestUnixSocket(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	sock, c := serveUnix(t, tree, nil)
 	if !testenv.WaitFor(20*time.Second, func() bool {
 		resp, err := c.Get("http://unix/readyz")
 		if err != nil {
@@ -521,21 +531,8 @@ func TestReadyzWaitsForFirstScan(t *testing.T) {
 	tree := t.TempDir()
 	testenv.Install(tree, testenv.Version{Skill: "good", Version: "1.0.0", Binary: skillBin})
 	testenv.Install(tree, testenv.Version{Skill: "slow", Version: "1.0.0", Binary: skillBin, Env: map[string]string{"TESTSKILL_MODE": "nohandshake"}})
-	sock := filepath.Join(t.TempDir(), "host.sock")
 	var logs testenv.SyncBuffer
-	cmd := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir(), "--start-timeout", "3s")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dl net.Dialer
-		return dl.DialContext(ctx, "unix", sock)
-	}}}
+	_, c := serveUnix(t, tree, &logs, "--start-timeout", "3s")
 	get := func(path string) (int, []byte, error) {
 		resp, err := c.Get("http://unix" + path)
 		if err != nil {
