@@ -253,10 +253,20 @@ func (m *model) classify(ctx context.Context, err error, timedOut bool) failure 
 
 // mentionsTools recognizes the ways endpoints say a model cannot use tools:
 // Ollama's "does not support tools", vLLM's `"auto" tool choice requires
-// --enable-auto-tool-choice`, "function calling is not supported", ...
+// --enable-auto-tool-choice`, "function calling is not supported", ... Only
+// a refusal of tools as such counts: a bad request that merely involves them
+// (a tool message out of order) must not switch tools off for the session.
 func mentionsTools(msg string) bool {
 	m := strings.ToLower(msg)
-	return strings.Contains(m, "tool") || strings.Contains(m, "function call")
+	if !strings.Contains(m, "tool") && !strings.Contains(m, "function call") {
+		return false
+	}
+	for _, refusal := range []string{"not support", "unsupported", "not enabled", "not available", "not allowed", "enable-auto-tool-choice"} {
+		if strings.Contains(m, refusal) {
+			return true
+		}
+	}
+	return false
 }
 
 // giveUp turns the last failure into the error the caller sees.
