@@ -363,7 +363,7 @@ func (l *Loader) emit(e Event) {
 		args = append(args, "duration", e.Duration.Round(time.Microsecond))
 	}
 	switch e.State {
-	case StateFailed, StateCrashed:
+	case StateFailed, StateCrashed, StateInvalid:
 		l.log.Warn("skill "+string(e.State), args...)
 	case StateStarting:
 		l.log.Debug("skill starting", args...)

@@ -838,3 +838,34 @@ func TestCrashLoopBacksOff(t *testing.T) {
 		t.Errorf("after sustained uptime the restart waited %v; the backoff did not reset to 200ms", g)
 	}
 }
+
+// TestBrokenCopiesAreAnnounced: a version found invalid or incomplete is
+// never launched, yet watchers hear of it once, with its problems; a rescan
+// that finds it unchanged says nothing again.
+func TestBrokenCopiesAreAnnounced(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	if _, err := testenv.Install(h.root, testenv.Version{Skill: "svc", Version: "2.0.0", Binary: testSkillBin, SHA256: strings.Repeat("0", 64)}); err != nil {
+		t.Fatal(err)
+	}
+	announced := func() []Event {
+		var out []Event
+		for _, e := range h.events() {
+			if e.Version == "2.0.0" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if !testenv.WaitFor(5*time.Second, func() bool { return len(announced()) > 0 }) {
+		t.Fatal("an incomplete copy was not announced")
+	}
+	if err := h.l.Rescan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs := announced()
+	if len(evs) != 1 || evs[0].State != StateIncomplete || !strings.Contains(evs[0].Reason, "sha256 mismatch") {
+		t.Fatalf("events for 2.0.0: %+v", evs)
+	}
+}

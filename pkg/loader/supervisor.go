@@ -112,6 +112,7 @@ func (s *supervisor) run(ctx context.Context) {
 // tried, so a broken new version never replaces a working one.
 func (s *supervisor) reconcile(ctx context.Context, d desired) {
 	s.mu.Lock()
+	before := s.cur
 	s.cur = d
 	present := map[string]bool{}
 	for _, v := range d.versions {
@@ -124,6 +125,7 @@ func (s *supervisor) reconcile(ctx context.Context, d desired) {
 	}
 	s.incomplete = map[string]string{}
 	s.mu.Unlock()
+	s.announceVerdicts(before, d)
 
 	for ctx.Err() == nil {
 		target, reason := s.pickTarget(d)
@@ -140,6 +142,31 @@ func (s *supervisor) reconcile(ctx context.Context, d desired) {
 		}
 		if s.swapTo(ctx, *target, "new desired version") {
 			return
+		}
+	}
+}
+
+// announceVerdicts emits an event for every version that the scan found
+// invalid or incomplete and was not so, for the same reasons, before. Such a
+// version is never launched, so without this nothing would tell a watcher
+// (the console, host events) that a broken copy arrived.
+func (s *supervisor) announceVerdicts(before, now desired) {
+	was := map[string]string{}
+	for _, v := range before.versions {
+		was[v.Version] = string(v.Status) + "\x00" + v.Problems.Error()
+	}
+	for _, v := range now.versions {
+		var state State
+		switch v.Status {
+		case manifest.StatusInvalid:
+			state = StateInvalid
+		case manifest.StatusIncomplete:
+			state = StateIncomplete
+		default:
+			continue
+		}
+		if was[v.Version] != string(v.Status)+"\x00"+v.Problems.Error() {
+			s.l.emit(Event{Skill: s.name, Version: v.Version, State: state, Reason: v.Problems.Error()})
 		}
 	}
 }

@@ -378,6 +378,46 @@ func TestConsoleHotSwapLive(t *testing.T) {
 // TestConsoleTokenPrompt runs the daemon with --token-file: the page loads
 // without the token, asks for it, refuses a wrong one, keeps the right one
 // in the tab only and sends it on every call.
+// TestConsoleShowsBrokenVersionsWithReasons: versions that failed, are
+// invalid or are an incomplete copy are listed beside the serving one, each
+// with its state and its reason, and one that arrives later shows up live.
+func TestConsoleShowsBrokenVersionsWithReasons(t *testing.T) {
+	tree := t.TempDir()
+	for _, v := range []testenv.Version{
+		{Skill: "svc", Version: "1.0.0", Binary: skillBin},
+		{Skill: "svc", Version: "2.0.0", Binary: skillBin, Env: map[string]string{"TESTSKILL_MODE": "exit"}},
+		{Skill: "svc", Version: "3.0.0", Binary: skillBin, SHA256: strings.Repeat("0", 64)},
+	} {
+		if _, err := testenv.Install(tree, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDaemon(t, tree, "")
+	p := openPage(t, d.URL+"/ui/")
+	p.waitSkills(map[string]string{"svc": "1.0.0"})
+	version := func(v, state, says string) string {
+		return row("svc") + `.querySelector('td.others .version[data-version="` + v + `"][data-state="` + state + `"] .why')?.textContent.includes(` + strconv.Quote(says) + `)`
+	}
+	p.wait(10*time.Second, "2.0.0 failed, with why", version("2.0.0", "failed", "exiting at start"))
+	p.wait(10*time.Second, "3.0.0 incomplete, with why", version("3.0.0", "incomplete", "sha256 mismatch"))
+
+	// An invalid version (its binary not executable) is renamed in while the
+	// page is open: it is never launched, and still shows up live.
+	stage, err := testenv.Install(t.TempDir(), testenv.Version{Skill: "svc", Version: "4.0.0", Binary: skillBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(stage, "skill"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(stage, filepath.Join(tree, "svc", "4.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10*time.Second, "4.0.0 invalid, with why", version("4.0.0", "invalid", "not executable"))
+	p.wait(5*time.Second, "4.0.0 on the timeline", `document.querySelector('#timeline li[data-kind="fail"][data-skill="svc"][data-version="4.0.0"]') !== null`)
+	p.screenshot("broken-versions")
+}
+
 func TestConsoleTokenPrompt(t *testing.T) {
 	const token = "console-test-token-0123456789"
 	tokFile := filepath.Join(t.TempDir(), "token")
