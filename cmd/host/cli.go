@@ -121,10 +121,12 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 	return tw.Flush()
 })
 
+// firstLine is the first line of s, cut to 100 characters (runes, never
+// inside one: descriptions are often Chinese).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
 	}
 	return s
 }

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -34,5 +36,16 @@ func TestParseInterspersed(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	if _, err := parseInterspersed(fs, []string{"calc", "--nope"}); err == nil {
 		t.Error("an unknown flag after a positional argument was accepted")
+	}
+}
+
+func TestFirstLineCutsOnCharacters(t *testing.T) {
+	long := strings.Repeat("报销", 80) + "\nsecond line"
+	got := firstLine(long)
+	if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 101 || !strings.HasSuffix(got, "…") {
+		t.Fatalf("firstLine = %q (%d runes)", got, utf8.RuneCountInString(got))
+	}
+	if got := firstLine("  short\nmore"); got != "short" {
+		t.Fatalf("firstLine = %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -223,7 +224,11 @@ func (m *model) classify(ctx context.Context, err error, timedOut bool) failure 
 		f.status = reqErr.HTTPStatusCode
 		f.message = strings.TrimSpace(string(reqErr.Body))
 		if len(f.message) > 500 {
-			f.message = f.message[:500] + "…"
+			n := 500
+			for n > 0 && !utf8.RuneStart(f.message[n]) { // never inside a character
+				n--
+			}
+			f.message = f.message[:n] + "…"
 		}
 		if f.message == "" && reqErr.Err != nil {
 			f.message = reqErr.Err.Error()
