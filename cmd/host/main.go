@@ -46,6 +46,21 @@ func commands() []command {
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// reaperCommand is the argv of the watchdog that kills the skills if the
+// host dies without stopping them (loader.Config.Reaper): this very binary,
+// by /proc/self/exe where it exists, which works even after the file was
+// replaced by an upgrade. pkg/loader turns it into the watchdog before main
+// runs; the argument only names it in ps.
+func reaperCommand() []string {
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil // no watchdog; the parent-death signal still applies
+		}
+	}
+	return []string{exe, "__skill-reaper"}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)

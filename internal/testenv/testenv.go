@@ -137,6 +137,25 @@ func SHA256File(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// SkillProcesses is Descendants of a host without its reaper (the watchdog
+// that kills the skills if the host dies; see loader.Config.Reaper), so
+// what is left is the skills and the processes they started.
+func SkillProcesses(host int) []int {
+	var out []int
+	for _, p := range Descendants(host) {
+		if !IsReaper(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IsReaper reports whether pid is a host's reaper, by its command line.
+func IsReaper(pid int) bool {
+	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return strings.Contains(string(b), "__skill-reaper")
+}
+
 // Descendants returns the pids of every live process descended from pid,
 // read from /proc (Linux only; empty elsewhere).
 func Descendants(pid int) []int {

@@ -45,6 +45,7 @@ type instance struct {
 	skill, version string
 	ver            manifest.Version
 	log            *pidLogger // every line carries skill, version and, once started, pid
+	reaper         *reaper    // told when the process group is gone; nil: none
 
 	releaseBin func() // gives the verified copy back to the binCache
 	client     *plugin.Client
@@ -82,6 +83,7 @@ type launchConfig struct {
 	textBusyTries int
 	extraEnv      []string
 	user          *SkillUser // nil: the host's user
+	reaper        *reaper    // nil: none; told of every process group started and stopped
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -209,6 +211,8 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		return fmt.Errorf("connect: %w", err)
 	}
 	inst.log.setPID(inst.pid)
+	cfg.reaper.track(inst.pid) // its own process group: Setpgid
+	inst.reaper = cfg.reaper
 	return nil
 }
 
@@ -438,6 +442,7 @@ func (inst *instance) kill() {
 		}
 		if inst.pid > 0 {
 			killGroup(inst.pid)
+			inst.reaper.untrack(inst.pid)
 		}
 		<-inst.threadDone
 		if inst.releaseBin != nil {

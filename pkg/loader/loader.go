@@ -48,6 +48,14 @@ type Config struct {
 	// MaxDescribeBytes caps a skill's Describe answer. Default 16 MiB.
 	MaxDescribeBytes int
 
+	// Reaper is the command (argv) of a watchdog process started beside the
+	// skills: a binary that links this package (the host's own; the
+	// arguments only name it in ps), which the loader marks in its
+	// environment so that it runs the watchdog instead of its main. If the
+	// host dies without stopping its skills (SIGKILL, a crash), the watchdog
+	// kills every skill's process group, also a skill that ignores the
+	// SIGTERM of its parent-death signal. Nil: no watchdog.
+	Reaper []string
 	// Watch follows the tree with fsnotify after Start.
 	Watch bool
 	// Debounce is the quiet period that merges bursts of file events.
@@ -100,6 +108,7 @@ type Loader struct {
 
 	ready     atomic.Bool
 	closeOnce sync.Once
+	reaper    *reaper // nil without Config.Reaper
 	// rewatch asks the watcher to look for folders it does not watch yet,
 	// after a rescan it did not run itself (API, SIGHUP). Capacity 1: kicks merge.
 	rewatch chan struct{}
@@ -211,6 +220,16 @@ func New(cfg Config) (*Loader, error) {
 		}
 	}
 	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid)
+	if len(cfg.Reaper) > 0 {
+		r, err := startReaper(cfg.Reaper)
+		if err != nil {
+			if l.ownRunDir {
+				os.RemoveAll(l.cfg.RunDir)
+			}
+			return nil, err
+		}
+		l.reaper = r
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.hardStop, l.hardCancel = context.WithCancel(context.Background())
 	return l, nil
@@ -329,7 +348,7 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 	return launch(ctx, launchConfig{
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
-		user: l.cfg.SkillUser,
+		user: l.cfg.SkillUser, reaper: l.reaper,
 	}, ver)
 }
 
@@ -434,6 +453,7 @@ func (l *Loader) Close(ctx context.Context) error {
 		l.wg.Wait()
 		close(stopped)
 		l.hardCancel()
+		l.reaper.close() // every skill is stopped: the watchdog may go
 		if l.ownRunDir {
 			os.RemoveAll(l.cfg.RunDir)
 		}

@@ -192,7 +192,7 @@ func checkOnlyActive(t testing.TB, h *host) {
 			}
 		}
 		extra = nil
-		for _, p := range testenv.Descendants(h.pid()) {
+		for _, p := range testenv.SkillProcesses(h.pid()) {
 			if !want[p] {
 				extra = append(extra, p)
 			}

@@ -147,7 +147,7 @@ func TestChaosSoak(t *testing.T) {
 	before := m0["go_goroutines"]
 	callsBefore := sumPrefix(m0, "skillhost_calls_total,")
 	fdBefore := fdCount(hostPID)
-	procsBefore := len(testenv.Descendants(hostPID))
+	procsBefore := len(testenv.SkillProcesses(hostPID))
 	rssStart := procStatus(hostPID, "VmRSS")
 
 	st := &soakStats{byCode: map[string]int{}, maxByCode: map[string]time.Duration{}, faults: map[string]int{}, faultErrs: map[string]int{}}
@@ -234,7 +234,7 @@ func TestChaosSoak(t *testing.T) {
 	after := m1["go_goroutines"]
 	counted := sumPrefix(m1, "skillhost_calls_total,") - callsBefore
 	fdAfter := fdCount(hostPID)
-	procsAfter := testenv.Descendants(hostPID)
+	procsAfter := testenv.SkillProcesses(hostPID)
 	rssEnd := procStatus(hostPID, "VmRSS")
 
 	// Invariants.

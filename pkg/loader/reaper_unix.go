@@ -1,0 +1,135 @@
+//go:build unix
+
+package loader
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// reaper is the host's side of a watchdog process that outlives the host for
+// one purpose: when the host dies without stopping its skills (SIGKILL, a
+// runtime crash), kill every skill's process group. The parent-death signal
+// alone cannot: it is SIGTERM (so the SDK can take its children down), and a
+// skill that ignores SIGTERM would outlive its host.
+//
+// The host tells the watchdog, over a pipe, which process groups it runs
+// ("+PGID") and which it stopped ("-PGID", so a reused id is never killed).
+// A clean stop says "bye" and closes the pipe; the watchdog then exits
+// without killing anything. End of file without "bye" means the host died.
+type reaper struct {
+	mu  sync.Mutex // guards w
+	w   io.WriteCloser
+	cmd *exec.Cmd
+}
+
+// reaperEnv marks the watchdog process. The marker is in the environment,
+// not the arguments, and is acted on by this package's init: any binary that
+// links the loader (the host, a test binary) becomes the watchdog before its
+// main or its tests run, so re-executing a test binary cannot run its tests
+// again.
+const reaperEnv = "SKILLHOST_SKILL_REAPER"
+
+func init() {
+	if os.Getenv(reaperEnv) == "1" {
+		os.Exit(runReaper(os.Stdin))
+	}
+}
+
+// startReaper starts argv (a binary that links this package, and arguments
+// that only name it in ps) as the watchdog. It gets no environment but its
+// marker: nothing of the host's (keys included) is passed on.
+func startReaper(argv []string) (*reaper, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{reaperEnv + "=1"}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	// Its own process group: a terminal's ^C to the host's group must not
+	// take the watchdog with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("loader: start the skill reaper %s: %w", argv[0], err)
+	}
+	return &reaper{w: w, cmd: cmd}, nil
+}
+
+func (r *reaper) send(line string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w != nil {
+		// A write that fails means the watchdog is gone; the skills still
+		// have their parent-death signal, so there is nothing better to do.
+		_, _ = io.WriteString(r.w, line+"\n")
+	}
+}
+
+func (r *reaper) track(pgid int)   { r.send("+" + strconv.Itoa(pgid)) }
+func (r *reaper) untrack(pgid int) { r.send("-" + strconv.Itoa(pgid)) }
+
+// close tells the watchdog the host stopped its skills itself, and waits for
+// it to exit. Safe to call twice.
+func (r *reaper) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	w := r.w
+	r.w = nil
+	r.mu.Unlock()
+	if w == nil {
+		return
+	}
+	_, _ = io.WriteString(w, "bye\n")
+	w.Close()
+	_ = r.cmd.Wait()
+}
+
+// runReaper is the watchdog's main loop (see Config.Reaper): it reads the
+// host's messages from in until end of file, then, unless the host said
+// "bye", sends SIGKILL to every process group still tracked. It ignores the
+// signals a terminal or service manager sends a process group, so that only
+// the host's death ends it. It returns the process's exit code.
+func runReaper(in io.Reader) int {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	groups := map[int]bool{}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "bye" {
+			return 0
+		}
+		if len(line) < 2 {
+			continue
+		}
+		pgid, err := strconv.Atoi(line[1:])
+		if err != nil || pgid <= 1 {
+			continue // never kill(-1) or kill(-0): only real process groups
+		}
+		switch line[0] {
+		case '+':
+			groups[pgid] = true
+		case '-':
+			delete(groups, pgid)
+		}
+	}
+	for pgid := range groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	if len(groups) > 0 {
+		fmt.Fprintf(os.Stderr, "skillhost reaper: the host died without stopping its skills; killed %d process group(s)\n", len(groups))
+	}
+	return 0
+}
