@@ -221,6 +221,11 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 func (inst *instance) watchExit(client *plugin.Client) {
 	if rc := client.ReattachConfig(); rc != nil && rc.Pid > 0 {
 		waitExit(rc.Pid, client.Exited)
+		// go-plugin reaps the process and logs its exit status just after;
+		// a moment's wait lets a crash report say how the process ended.
+		for deadline := time.Now().Add(200 * time.Millisecond); !client.Exited() && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 	} else {
 		pollExit(client.Exited)
 	}

@@ -420,6 +420,15 @@ func TestCrashRestarts(t *testing.T) {
 	if v, _ := versionState(h.status("svc"), "1.0.0"); v.Restarts < 1 {
 		t.Fatalf("restarts not counted: %+v", v)
 	}
+	var crash *Event
+	for _, e := range h.events() {
+		if e.State == StateCrashed {
+			crash = &e
+		}
+	}
+	if crash == nil || crash.Reason != "process exited unexpectedly (signal: killed)" {
+		t.Fatalf("the crash event does not say how the process ended: %+v", crash)
+	}
 }
 
 func TestOverwriteBinaryInPlace(t *testing.T) {

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"fmt"
 	"io"
 	"log"
 	"strings"
@@ -14,12 +15,28 @@ import (
 // for the skill's stdout and stderr before the process exists, so a logger
 // that gets the pid afterwards is the only way every line of a skill can carry
 // it, as operators grep for it.
+//
+// It also remembers how the process ended: go-plugin reaps the process
+// itself and says so only in its log ("plugin process exited", with the
+// exit status or signal as "error").
 type pidLogger struct {
 	hclog.Logger
-	pid *atomic.Int64 // 0 until the process has started; shared by every derived logger
+	pid  *atomic.Int64           // 0 until the process has started; shared by every derived logger
+	exit *atomic.Pointer[string] // how the process ended, once go-plugin logged it; shared too
 }
 
-func newPIDLogger(l hclog.Logger) *pidLogger { return &pidLogger{Logger: l, pid: new(atomic.Int64)} }
+func newPIDLogger(l hclog.Logger) *pidLogger {
+	return &pidLogger{Logger: l, pid: new(atomic.Int64), exit: new(atomic.Pointer[string])}
+}
+
+// exitStatus is what go-plugin logged about the end of the process ("signal:
+// killed", "exit status 2"), or "" before it did.
+func (l *pidLogger) exitStatus() string {
+	if p := l.exit.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 func (l *pidLogger) setPID(pid int) { l.pid.Store(int64(pid)) }
 
@@ -31,6 +48,15 @@ func (l *pidLogger) args(args []any) []any {
 }
 
 func (l *pidLogger) Log(level hclog.Level, msg string, args ...any) {
+	if msg == "plugin process exited" {
+		status := "exit status 0"
+		for i := 0; i+1 < len(args); i += 2 {
+			if args[i] == "error" {
+				status = fmt.Sprint(args[i+1])
+			}
+		}
+		l.exit.Store(&status)
+	}
 	l.Logger.Log(level, msg, l.args(args)...)
 }
 func (l *pidLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
@@ -40,13 +66,13 @@ func (l *pidLogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args
 func (l *pidLogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
 
 func (l *pidLogger) With(args ...any) hclog.Logger {
-	return &pidLogger{Logger: l.Logger.With(args...), pid: l.pid}
+	return &pidLogger{Logger: l.Logger.With(args...), pid: l.pid, exit: l.exit}
 }
 func (l *pidLogger) Named(name string) hclog.Logger {
-	return &pidLogger{Logger: l.Logger.Named(name), pid: l.pid}
+	return &pidLogger{Logger: l.Logger.Named(name), pid: l.pid, exit: l.exit}
 }
 func (l *pidLogger) ResetNamed(name string) hclog.Logger {
-	return &pidLogger{Logger: l.Logger.ResetNamed(name), pid: l.pid}
+	return &pidLogger{Logger: l.Logger.ResetNamed(name), pid: l.pid, exit: l.exit}
 }
 
 // StandardWriter returns a writer that logs each write as one line at

@@ -357,12 +357,16 @@ func (s *supervisor) onCrash(inst *instance) {
 		return // a draining instance died: its stop cleans up
 	}
 	ver := inst.ver
+	why := "process exited unexpectedly"
+	if status := inst.log.exitStatus(); status != "" {
+		why += " (" + status + ")"
+	}
 	s.active, s.crashed = nil, &ver
 	s.restarts[ver.Version]++
-	s.lastErr[ver.Version] = "process exited unexpectedly"
+	s.lastErr[ver.Version] = why
 	s.mu.Unlock()
 	s.l.reg.SetAvailable(s.name, inst, false, "crashed")
-	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateActive, State: StateCrashed, Reason: "process exited unexpectedly"})
+	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateActive, State: StateCrashed, Reason: why})
 	inst.kill() // reap its process group and run folder
 	if time.Since(inst.startedAt) >= s.l.cfg.RestartResetAfter {
 		s.restartN = 0
