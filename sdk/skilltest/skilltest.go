@@ -1,6 +1,7 @@
 package skilltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,6 +128,24 @@ func Exec(t testing.TB, path string) *Client {
 	cmd := exec.Command(path)
 	cmd.Env = []string{}
 	return dial(t, &plugin.ClientConfig{Cmd: cmd, SkipHostEnv: true, AutoMTLS: true, StartTimeout: 20 * time.Second})
+}
+
+// Manifest runs the skill binary at path with --manifest, as
+// scripts/build-skills.sh does, and returns the skeleton it prints. Output
+// that is not exactly one skeleton fails the test.
+func Manifest(t testing.TB, path string) sdk.ManifestSkeleton {
+	t.Helper()
+	out, err := exec.Command(path, "--manifest").Output()
+	if err != nil {
+		t.Fatalf("skilltest: %s --manifest: %v", path, err)
+	}
+	var m sdk.ManifestSkeleton
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil || dec.More() {
+		t.Fatalf("skilltest: %s --manifest printed %q, not one manifest skeleton: %v", path, out, err)
+	}
+	return m
 }
 
 // Build compiles the main package pkg (an import path or a ./relative

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -80,20 +79,8 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the skill binary")
 	}
-	// An import path, not ".": skilltest.Build names the binary after
-	// filepath.Base(pkg), which for "." is the temp folder itself.
-	bin := skilltest.Build(t, "github.com/skillhost/skillhost/examples/skills/calc")
-	out, err := exec.Command(bin, "--manifest").Output()
-	if err != nil {
-		t.Fatalf("--manifest: %v", err)
-	}
-	var m struct {
-		Name, Version, Entrypoint string
-		Tags, Tools               []string
-	}
-	if err := json.Unmarshal(out, &m); err != nil {
-		t.Fatalf("--manifest printed %q: %v", out, err)
-	}
+	bin := skilltest.Build(t, ".")
+	m := skilltest.Manifest(t, bin)
 	if m.Name != "calc" || m.Version != "1.0.0" || m.Entrypoint != "calc" ||
 		strings.Join(m.Tools, ",") != "convert_units,evaluate" || strings.Join(m.Tags, ",") != "math,calculator,arithmetic,计算" {
 		t.Errorf("manifest = %+v", m)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -84,20 +83,10 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the skill binary")
 	}
-	// An import path, not ".": skilltest.Build names the binary after filepath.Base(pkg).
-	bin := skilltest.Build(t, "github.com/skillhost/skillhost/examples/skills/policy")
-	out, err := exec.Command(bin, "--manifest").Output()
-	if err != nil {
-		t.Fatalf("--manifest: %v", err)
-	}
-	var m struct {
-		Name  string
-		Tags  []string
-		Tools []string
-	}
-	if err := json.Unmarshal(out, &m); err != nil || m.Name != "policy" || strings.Join(m.Tools, ",") != "get_clause,search_policies" ||
+	bin := skilltest.Build(t, ".")
+	if m := skilltest.Manifest(t, bin); m.Name != "policy" || strings.Join(m.Tools, ",") != "get_clause,search_policies" ||
 		strings.Join(m.Tags, ",") != "policy,制度,条例,hr,报销,compliance" {
-		t.Fatalf("manifest %s: %+v, %v", out, m, err)
+		t.Fatalf("manifest: %+v", m)
 	}
 	res := searchCall(t, skilltest.Exec(t, bin), map[string]any{"query": "请假流程"})
 	if len(res.Results) == 0 || res.Results[0].Document != "leave" {

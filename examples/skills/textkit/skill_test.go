@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -80,18 +78,9 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the skill binary")
 	}
-	// An import path, not ".": skilltest.Build names the binary after filepath.Base(pkg).
-	bin := skilltest.Build(t, "github.com/skillhost/skillhost/examples/skills/textkit")
-	out, err := exec.Command(bin, "--manifest").Output()
-	if err != nil {
-		t.Fatalf("--manifest: %v", err)
-	}
-	var m struct {
-		Name  string
-		Tools []string
-	}
-	if err := json.Unmarshal(out, &m); err != nil || m.Name != "textkit" || strings.Join(m.Tools, ",") != "case,count,slugify,truncate" {
-		t.Fatalf("manifest %s: %+v, %v", out, m, err)
+	bin := skilltest.Build(t, ".")
+	if m := skilltest.Manifest(t, bin); m.Name != "textkit" || strings.Join(m.Tools, ",") != "case,count,slugify,truncate" {
+		t.Fatalf("manifest: %+v", m)
 	}
 	res, err := skilltest.Exec(t, bin).Call(context.Background(), "case", map[string]any{"text": "a b", "to": "kebab"})
 	if err != nil || string(res) != `{"text":"a-b"}` {
