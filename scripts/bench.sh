@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Performance suite (issue 8): builds the host, the benchmark skill, the MCP
-# peer and the harness, runs cmd/skillbench once, and prints a markdown
-# report: call latency and throughput of echo and a 64 KiB blob through
-# (a) the HTTP API, (b) the registry's Go invoke, (c) bare go-plugin gRPC,
-# (d) an MCP stdio server (official go-sdk) and (e) an in-process call;
-# hot swap under load; 50-skill start-up and memory; registry search and
-# memory at 10,000 tools; CPU profiles of the invoke path.
+# and net/rpc peers and the harness, runs cmd/skillbench once, and prints a
+# markdown report: call latency and throughput of echo and a 64 KiB blob
+# through (a) the HTTP API, (b) the registry's Go invoke, (c) bare go-plugin
+# gRPC and (c2) net/rpc, (d) an MCP stdio server (official go-sdk) and (e) an
+# in-process call; hot swap under load; 50-skill start-up and memory;
+# registry search and memory at 10,000 tools; CPU profiles of the invoke path.
 #
 #   scripts/bench.sh [--quick] [--out DIR]
 #
@@ -38,6 +38,7 @@ go build -o "$out/bin/host" ./cmd/host
 # Skills are built the way scripts/build-skills.sh builds them.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchskill" ./internal/benchskill
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchmcp" ./internal/benchmcp
+CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchrpc" ./internal/benchrpc
 go build -o "$out/bin/skillbench" ./cmd/skillbench
 
 cmdline="scripts/bench.sh${quick:+ $quick}"

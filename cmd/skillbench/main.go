@@ -19,7 +19,7 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "the short run for CI (under 2 minutes)")
 	repo := flag.String("repo", ".", "the repository root")
-	bin := flag.String("bin", "", "folder holding the host, benchskill and benchmcp binaries (required)")
+	bin := flag.String("bin", "", "folder holding the host, benchskill, benchrpc and benchmcp binaries (required)")
 	out := flag.String("out", "", "folder for results.json, results.md, profiles and logs (required)")
 	command := flag.String("command", "", "the command line to print as the way to reproduce the run")
 	bareHTTP := flag.String("serve-bare-http", "", "internal: serve path (f), writing the address to this file")
@@ -47,6 +47,7 @@ func main() {
 	cfg.Repo, cfg.Out = abs(*repo), abs(*out)
 	b := abs(*bin)
 	cfg.HostBin, cfg.SkillBin, cfg.MCPBin = filepath.Join(b, "host"), filepath.Join(b, "benchskill"), filepath.Join(b, "benchmcp")
+	cfg.RPCBin = filepath.Join(b, "benchrpc")
 	cfg.Command = *command
 	if cfg.Command == "" {
 		cfg.Command = strings.Join(os.Args, " ")

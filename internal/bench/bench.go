@@ -1,7 +1,8 @@
 // Package bench is skillhost's performance suite: it measures, in one run
 // on one machine, the call latency and throughput of two tools (echo, blob)
 // through the skillhost HTTP API (on TCP and on a unix socket), the
-// registry's Go invoke, a bare go-plugin gRPC client, an MCP stdio server
+// registry's Go invoke, a bare go-plugin client (gRPC, and net/rpc beside
+// it), an MCP stdio server
 // built with the official go-sdk, a plain in-process call and, as the floor
 // of any HTTP hop, a bare net/http server process; then hot-swap latency
 // under load, start-up and memory with 50 skills, and the registry's search
@@ -35,6 +36,7 @@ type Config struct {
 	HostBin  string // cmd/host
 	SkillBin string // internal/benchskill
 	MCPBin   string // internal/benchmcp
+	RPCBin   string // internal/benchrpc
 	Out      string // results, profiles and logs go here
 	Quick    bool
 	Command  string    // how the run was started, for the report
@@ -119,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			CPU: cpuModel(), Cores: runtime.NumCPU(), MemTotal: memOf("/proc/meminfo", "MemTotal"), Kernel: kernel(),
 			GoVer: runtime.Version(), LoadAvg: loadAvg(), Started: began.UTC().Format(time.RFC3339),
 		},
-		Paths: []string{pathHTTP, pathHTTPUnix, pathRegistry, pathPlugin, pathMCP, pathFunc, pathBareHTTP},
+		Paths: []string{pathHTTP, pathHTTPUnix, pathRegistry, pathPlugin, pathNetRPC, pathMCP, pathFunc, pathBareHTTP},
 		Tools: []string{tools.EchoTool, tools.BlobTool},
 		Calls: map[string]map[string]*callStats{},
 	}
@@ -154,6 +156,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	defer pc.close()
+	pc2, err := netRPCPath(cfg.RPCBin)
+	if err != nil {
+		return nil, err
+	}
+	defer pc2.close()
 	pd, err := mcpPath(ctx, cfg.MCPBin)
 	if err != nil {
 		return nil, err
@@ -182,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	defer pf.close()
-	paths := []*path{pa, pa2, pb, pc, pd, funcPath(), pf}
+	paths := []*path{pa, pa2, pb, pc, pc2, pd, funcPath(), pf}
 	for _, p := range paths {
 		for _, t := range res.Tools {
 			if err := p.call(ctx, t); err != nil {

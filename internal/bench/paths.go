@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 
+	"github.com/skillhost/skillhost/internal/bench/rpcplugin"
 	"github.com/skillhost/skillhost/internal/bench/tools"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/registry"
@@ -29,7 +30,7 @@ import (
 
 // A path is one way of reaching the benchmark tools.
 type path struct {
-	key   string // "a".."e"
+	key   string // "a".."f"
 	name  string
 	call  callFunc
 	close func()
@@ -41,20 +42,23 @@ const (
 	pathHTTPUnix = "a2"
 	pathRegistry = "b"
 	pathPlugin   = "c"
+	pathNetRPC   = "c2"
 	pathMCP      = "d"
 	pathFunc     = "e"
 	pathBareHTTP = "f"
 )
 
-// pathNames are the report's names. a2 and f are not in the issue: a2 is
-// the daemon's other listener kind, f the floor of an HTTP tool server in
-// another process (no skill behind it), so that the cost of the HTTP hop
+// pathNames are the report's names. a2, c2 and f are not in the issue: a2
+// is the daemon's other listener kind, c2 go-plugin's other protocol (the
+// issue asks what net/rpc would change), f the floor of an HTTP tool server
+// in another process (no skill behind it), so that the cost of the HTTP hop
 // itself shows.
 var pathNames = map[string]string{
 	pathHTTP:     "(a) skillhost HTTP API",
 	pathHTTPUnix: "(a2) HTTP API on a unix socket",
 	pathRegistry: "(b) skillhost Go invoke (registry)",
 	pathPlugin:   "(c) bare go-plugin gRPC",
+	pathNetRPC:   "(c2) bare go-plugin net/rpc",
 	pathMCP:      "(d) MCP stdio (go-sdk)",
 	pathFunc:     "(e) in-process function",
 	pathBareHTTP: "(f) bare net/http server process, no skill",
@@ -160,29 +164,42 @@ func registryPath(ctx context.Context, root, runDir string) (*path, *registry.Re
 	return p, reg, l, nil
 }
 
+// startPlugin starts bin with go-plugin as the loader starts a skill (the
+// skillhost handshake, AutoMTLS, only env for environment) over protocol
+// proto, and returns the dispensed stub and the client that owns the
+// process.
+func startPlugin(bin string, env []string, plugins plugin.PluginSet, proto plugin.Protocol, dial []grpc.DialOption) (any, *plugin.Client, error) {
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: sdk.Handshake, Plugins: plugins, Cmd: cmd,
+		AllowedProtocols: []plugin.Protocol{proto}, AutoMTLS: true, SkipHostEnv: true,
+		StartTimeout:    10 * time.Second,
+		Logger:          hclog.NewNullLogger(),
+		GRPCDialOptions: dial,
+	})
+	cp, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return nil, nil, fmt.Errorf("go-plugin client: %w", err)
+	}
+	raw, err := cp.Dispense(sdk.PluginName)
+	if err != nil {
+		c.Kill()
+		return nil, nil, fmt.Errorf("go-plugin dispense: %w", err)
+	}
+	return raw, c, nil
+}
+
 // pluginPath starts benchskill with go-plugin as the loader does (gRPC,
 // AutoMTLS, only the manifest's environment) and calls the gRPC stub
 // directly: no registry, no validation, no limits.
 func pluginPath(skillBin string) (*path, error) {
-	cmd := exec.Command(skillBin)
-	cmd.Env = []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: sdk.Handshake, Plugins: sdk.PluginSet(nil), Cmd: cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC}, AutoMTLS: true, SkipHostEnv: true,
-		StartTimeout: 10 * time.Second,
-		Logger:       hclog.NewNullLogger(),
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
-	})
-	proto, err := c.Client()
+	raw, c, err := startPlugin(skillBin, []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}, sdk.PluginSet(nil), plugin.ProtocolGRPC,
+		[]grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))})
 	if err != nil {
-		c.Kill()
-		return nil, fmt.Errorf("go-plugin client: %w", err)
-	}
-	raw, err := proto.Dispense(sdk.PluginName)
-	if err != nil {
-		c.Kill()
-		return nil, fmt.Errorf("go-plugin dispense: %w", err)
+		return nil, err
 	}
 	rpc := raw.(skillpb.SkillClient)
 	call := func(ctx context.Context, tool string) error {
@@ -199,6 +216,28 @@ func pluginPath(skillBin string) (*path, error) {
 		return nil
 	}
 	return &path{key: pathPlugin, name: pathNames[pathPlugin], call: call, close: c.Kill}, nil
+}
+
+// netRPCPath starts benchrpc, the same tools over go-plugin's net/rpc
+// protocol (gob on yamux streams instead of protobuf on HTTP/2), with
+// everything else as pluginPath has it, and calls its stub.
+func netRPCPath(rpcBin string) (*path, error) {
+	raw, c, err := startPlugin(rpcBin, nil, rpcplugin.PluginSet(), plugin.ProtocolNetRPC, nil)
+	if err != nil {
+		return nil, err
+	}
+	stub := raw.(*rpcplugin.Client)
+	call := func(ctx context.Context, tool string) error {
+		res, err := stub.Invoke(ctx, tool, argsFor(tool))
+		if err != nil {
+			return err
+		}
+		if len(res) < minResult(tool) {
+			return fmt.Errorf("invoke %s: short result %q", tool, res)
+		}
+		return nil
+	}
+	return &path{key: pathNetRPC, name: pathNames[pathNetRPC], call: call, close: c.Kill}, nil
 }
 
 // mcpPath starts benchmcp over stdio with the go-sdk's CommandTransport and
