@@ -25,7 +25,16 @@ var benchArgs = []byte(`{"msg":"hello"}`)
 // BenchmarkInvoke compares, in one run, a trivial call through the whole
 // registry path (lookup, schema validation, limits, lease, gRPC) with the
 // same call made straight over a bare go-plugin gRPC client.
-func BenchmarkInvoke(b *testing.B) {
+func BenchmarkInvoke(b *testing.B) { benchInvoke(b, "echo", benchArgs) }
+
+// BenchmarkInvokeBlob is BenchmarkInvoke with a 64 KiB result: its
+// allocations per call show what the host copies of a large result.
+func BenchmarkInvokeBlob(b *testing.B) { benchInvoke(b, "big", benchBlobArgs) }
+
+// benchBlobArgs ask the test skill's big tool for the harness's blob size.
+var benchBlobArgs = []byte(`{"bytes":65536}`)
+
+func benchInvoke(b *testing.B, tool string, args []byte) {
 	b.Run("registry", func(b *testing.B) {
 		reg, stop := benchRegistry(b)
 		defer stop()
@@ -33,7 +42,7 @@ func BenchmarkInvoke(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := reg.Invoke(ctx, "svc.echo", benchArgs); err != nil {
+			if _, err := reg.Invoke(ctx, "svc."+tool, args); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -45,7 +54,7 @@ func BenchmarkInvoke(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := rpc.Invoke(ctx, &skillpb.InvokeRequest{Tool: "echo", Arguments: benchArgs}); err != nil {
+			if _, err := rpc.Invoke(ctx, &skillpb.InvokeRequest{Tool: tool, Arguments: args}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -171,17 +180,23 @@ func bareClient(b *testing.B) (skillpb.SkillClient, func()) {
 // bare-deadline path is bare with the per-call timeout context the
 // registry adds (gRPC sends it to the skill, whose side sets a timer too),
 // which shows what the deadline alone costs.
-func BenchmarkThroughput64(b *testing.B) {
+func BenchmarkThroughput64(b *testing.B) { throughput64(b, "echo", benchArgs) }
+
+// BenchmarkThroughput64Blob is BenchmarkThroughput64 with a 64 KiB result
+// (the harness's blob): the bytes the call carries, not the call, dominate.
+func BenchmarkThroughput64Blob(b *testing.B) { throughput64(b, "big", benchBlobArgs) }
+
+func throughput64(b *testing.B, tool string, args []byte) {
 	reg, stopReg := benchRegistry(b)
 	defer stopReg()
 	rpc, stopBare := bareClient(b)
 	defer stopBare()
-	req := &skillpb.InvokeRequest{Tool: "echo", Arguments: benchArgs}
+	req := &skillpb.InvokeRequest{Tool: tool, Arguments: args}
 	paths := []struct {
 		name string
 		call func() error
 	}{
-		{"registry", func() error { _, err := reg.Invoke(context.Background(), "svc.echo", benchArgs); return err }},
+		{"registry", func() error { _, err := reg.Invoke(context.Background(), "svc."+tool, args); return err }},
 		{"bare", func() error { _, err := rpc.Invoke(context.Background(), req); return err }},
 		{"bare-deadline", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
