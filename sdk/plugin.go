@@ -51,8 +51,9 @@ func PluginSet(impl skillpb.SkillServer) plugin.PluginSet {
 	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
 }
 
-// GRPCServerFactory builds the skill's gRPC server with raised message caps.
+// GRPCServerFactory builds the skill's gRPC server with raised message caps
+// and the skill protocol's Codec.
 func GRPCServerFactory(opts []grpc.ServerOption) *grpc.Server {
-	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes), grpc.ForceServerCodecV2(Codec))
 	return grpc.NewServer(opts...)
 }

@@ -177,7 +177,9 @@ func bareClient(b *testing.B) (skillpb.SkillClient, func()) {
 // through the registry and straight over a bare go-plugin client, in short
 // alternating windows so that a shared machine's drift hits every path
 // alike, and reports each path's median and the ratios to bare. The
-// bare-deadline path is bare with the per-call timeout context the
+// bare-codec path is bare with the call option the loader adds (sdk.Codec,
+// whose buffers fit large results); registry/codec is the registry's own
+// cost. The bare-deadline path is bare with the per-call timeout context the
 // registry adds (gRPC sends it to the skill, whose side sets a timer too),
 // which shows what the deadline alone costs.
 func BenchmarkThroughput64(b *testing.B) { throughput64(b, "echo", benchArgs) }
@@ -198,6 +200,7 @@ func throughput64(b *testing.B, tool string, args []byte) {
 	}{
 		{"registry", func() error { _, err := reg.Invoke(context.Background(), "svc."+tool, args); return err }},
 		{"bare", func() error { _, err := rpc.Invoke(context.Background(), req); return err }},
+		{"bare-codec", func() error { _, err := rpc.Invoke(context.Background(), req, codecCall); return err }},
 		{"bare-deadline", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -249,6 +252,8 @@ func throughput64(b *testing.B, tool string, args []byte) {
 		b.ReportMetric(med[k], paths[k].name+"-calls/s")
 	}
 	b.ReportMetric(med[0]/med[1], "registry/bare")
-	b.ReportMetric(med[2]/med[1], "deadline/bare")
-	b.ReportMetric(med[3]/med[1], "timer/bare")
+	b.ReportMetric(med[2]/med[1], "codec/bare")
+	b.ReportMetric(med[0]/med[2], "registry/codec")
+	b.ReportMetric(med[3]/med[1], "deadline/bare")
+	b.ReportMetric(med[4]/med[1], "timer/bare")
 }
