@@ -68,14 +68,17 @@ func (p *byteParser) value(f *fastSchema, depth int) bool {
 	case c == '[':
 		return p.array(f, depth)
 	case c == '"':
-		s, escaped, ok := p.str()
+		s, ok := p.str()
 		if !ok || f == nil {
 			return ok
 		}
 		if f.typ != "" && f.typ != "string" {
 			return false
 		}
-		if (escaped || !utf8.Valid(s)) && (f.enum != nil || f.minLen > 0 || f.maxLen >= 0) {
+		if f.enum == nil && f.minLen <= 0 && f.maxLen < 0 {
+			return true // any well-formed string: no pass over its bytes (a 64 KiB result is one string)
+		}
+		if hasEscape(s) || !utf8.Valid(s) {
 			return false // the decoded length or value is what counts: not sure
 		}
 		if f.enum != nil && !enumHasBytes(f.enum, s) {
@@ -145,8 +148,8 @@ func (p *byteParser) object(f *fastSchema, depth int) bool {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
 			return false
 		}
-		key, escaped, ok := p.str()
-		if !ok || (escaped && f != nil) {
+		key, ok := p.str()
+		if !ok || (f != nil && hasEscape(key)) {
 			return false // an escaped key: which property it names is not sure
 		}
 		p.space()
@@ -232,15 +235,15 @@ func (p *byteParser) array(f *fastSchema, depth int) bool {
 }
 
 // str reads a string at p.i and returns its raw contents (between the
-// quotes, escapes not undone) and whether it holds an escape. The document
-// is known to be well formed, so it only looks for the closing quote.
-func (p *byteParser) str() (raw []byte, escaped, ok bool) {
+// quotes, escapes not undone). The document is known to be well formed, so
+// it only looks for the closing quote.
+func (p *byteParser) str() (raw []byte, ok bool) {
 	p.i++ // '"'
 	start := p.i
 	for {
 		j := bytes.IndexByte(p.b[p.i:], '"')
 		if j < 0 {
-			return nil, false, false
+			return nil, false
 		}
 		end := p.i + j
 		// The quote is escaped when an odd number of backslashes precede it.
@@ -250,11 +253,13 @@ func (p *byteParser) str() (raw []byte, escaped, ok bool) {
 		}
 		p.i = end + 1
 		if n%2 == 0 {
-			raw = p.b[start:end]
-			return raw, bytes.IndexByte(raw, '\\') >= 0, true
+			return p.b[start:end], true
 		}
 	}
 }
+
+// hasEscape says whether the raw contents of a string hold an escape.
+func hasEscape(raw []byte) bool { return bytes.IndexByte(raw, '\\') >= 0 }
 
 func (p *byteParser) literal(lit string) bool {
 	if len(p.b)-p.i < len(lit) || string(p.b[p.i:p.i+len(lit)]) != lit {
