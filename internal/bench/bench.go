@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -82,6 +83,14 @@ type callStats struct {
 	P50s   []time.Duration   `json:"p50_rounds_ns"`
 	P99s   []time.Duration   `json:"p99_rounds_ns"`
 	Tputs  map[int][]float64 `json:"calls_per_s_rounds"`
+	// CPU per call while measuring throughput, in µs: of this process
+	// (the callers, and for (b) the registry and loader) and of the
+	// path's server processes (the daemon and its skill, the skill, the
+	// MCP server...; none for (e)).
+	SelfUS  map[int]float64   `json:"self_cpu_us_per_call"`
+	PeerUS  map[int]float64   `json:"peer_cpu_us_per_call"`
+	SelfUSs map[int][]float64 `json:"self_cpu_us_per_call_rounds"`
+	PeerUSs map[int][]float64 `json:"peer_cpu_us_per_call_rounds"`
 }
 
 // Results is everything one run measured.
@@ -189,6 +198,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	defer pf.close()
+	pa.peer, pa2.peer = d.cmd.Process.Pid, du.cmd.Process.Pid
+	pb.peer = skillPID(ld, "bench")
 	paths := []*path{pa, pa2, pb, pc, pc2, pd, funcPath(), pf}
 	for _, p := range paths {
 		for _, t := range res.Tools {
@@ -306,19 +317,25 @@ func gitCommit(repo string) (string, bool) {
 // measureCalls measures latency and throughput of every path and tool.
 // The paths are interleaved: within a round every path is measured right
 // after the others at the same load, in an order that rotates from round
-// to round, so that the machine's background load falls on all of them
-// alike. Every figure is the median over the rounds.
+// to round (and runs backwards every other round, so that no path always
+// follows the same one: what one leaves behind, such as a daemon's
+// garbage collection, falls on its successor), so that the machine's
+// background load falls on all of them alike. Every figure is the median over the rounds.
 func measureCalls(ctx context.Context, cfg Config, res *Results, paths []*path, logf func(string, ...any)) {
 	for _, t := range res.Tools {
 		res.Calls[t] = map[string]*callStats{}
 		for _, p := range paths {
-			res.Calls[t][p.key] = &callStats{Tput: map[int]float64{}, Tputs: map[int][]float64{}}
+			res.Calls[t][p.key] = &callStats{Tput: map[int]float64{}, Tputs: map[int][]float64{},
+				SelfUS: map[int]float64{}, PeerUS: map[int]float64{}, SelfUSs: map[int][]float64{}, PeerUSs: map[int][]float64{}}
 		}
 	}
 	for round := 0; round < cfg.Rounds; round++ {
 		order := make([]*path, len(paths))
 		for i := range paths {
 			order[i] = paths[(i+round)%len(paths)]
+		}
+		if round%2 == 1 {
+			slices.Reverse(order) // so that no path always follows the same one
 		}
 		for _, t := range res.Tools {
 			logf("round %d/%d: %s serial latency", round+1, cfg.Rounds, t)
@@ -332,10 +349,16 @@ func measureCalls(ctx context.Context, cfg Config, res *Results, paths []*path, 
 			for _, c := range cfg.Concurrency {
 				logf("round %d/%d: %s throughput, %d callers", round+1, cfg.Rounds, t, c)
 				for _, p := range order {
-					tp, failed := throughput(ctx, p.call, t, c, cfg.Window, cfg.Warm)
+					self0, peer0 := cpuTime(os.Getpid()), p.peerCPU()
+					tp, failed, calls := throughput(ctx, p.call, t, c, cfg.Window, cfg.Warm)
+					self1, peer1 := cpuTime(os.Getpid()), p.peerCPU()
 					st := res.Calls[t][p.key]
 					st.Tputs[c] = append(st.Tputs[c], tp)
 					st.Failed += failed
+					if calls > 0 {
+						st.SelfUSs[c] = append(st.SelfUSs[c], float64(self1-self0)/1e3/float64(calls))
+						st.PeerUSs[c] = append(st.PeerUSs[c], float64(peer1-peer0)/1e3/float64(calls))
+					}
 				}
 			}
 		}
@@ -345,6 +368,9 @@ func measureCalls(ctx context.Context, cfg Config, res *Results, paths []*path, 
 			st.P50, st.P99 = medianDur(st.P50s), medianDur(st.P99s)
 			for c, v := range st.Tputs {
 				st.Tput[c] = median(v)
+			}
+			for c, v := range st.SelfUSs {
+				st.SelfUS[c], st.PeerUS[c] = median(v), median(st.PeerUSs[c])
 			}
 		}
 	}

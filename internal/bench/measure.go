@@ -38,20 +38,23 @@ func latency(ctx context.Context, call callFunc, tool string, n, warm int, limit
 
 // throughput runs callers goroutines that call tool in a loop for window
 // (after a warm-up of warm with the same callers) and returns the calls
-// completed within the window per second, and the number that failed.
-// Counting completions, not calls that start and end inside the window,
-// keeps the figure right when one call lasts longer than the window.
-func throughput(ctx context.Context, call callFunc, tool string, callers int, window, warm time.Duration) (float64, int64) {
+// completed within the window per second, the number that failed, and
+// every call completed from the warm-up to the end (what the CPU measured
+// around it paid for). Counting completions, not calls that start and end
+// inside the window, keeps the figure right when one call lasts longer
+// than the window.
+func throughput(ctx context.Context, call callFunc, tool string, callers int, window, warm time.Duration) (float64, int64, int64) {
 	var phase atomic.Int32 // 0 warm, 1 measure, 2 stop
-	var ok, failed atomic.Int64
+	var ok, failed, all atomic.Int64
 	var wg sync.WaitGroup
 	for c := 0; c < callers; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var n, f int64
+			var n, f, a int64
 			for phase.Load() != 2 {
 				err := call(ctx, tool)
+				a++
 				if phase.Load() != 1 {
 					continue // completed outside the window
 				}
@@ -63,6 +66,7 @@ func throughput(ctx context.Context, call callFunc, tool string, callers int, wi
 			}
 			ok.Add(n)
 			failed.Add(f)
+			all.Add(a)
 		}()
 	}
 	time.Sleep(warm)
@@ -72,7 +76,7 @@ func throughput(ctx context.Context, call callFunc, tool string, callers int, wi
 	phase.Store(2)
 	elapsed := time.Since(start)
 	wg.Wait()
-	return float64(ok.Load()) / elapsed.Seconds(), failed.Load()
+	return float64(ok.Load()) / elapsed.Seconds(), failed.Load(), all.Load()
 }
 
 // percentile returns the q-quantile of sorted durations (nearest rank).

@@ -34,6 +34,32 @@ type path struct {
 	name  string
 	call  callFunc
 	close func()
+	peer  int // the process serving the calls, whose tree's CPU counts as the path's; 0: none
+}
+
+// peerCPU is the CPU used so far by p's serving process and its
+// descendants.
+func (p *path) peerCPU() time.Duration {
+	if p.peer <= 0 {
+		return 0
+	}
+	h, c := treeCPU(p.peer)
+	return h + c
+}
+
+// skillPID is the pid of the process serving skill in l (0 if none).
+func skillPID(l *loader.Loader, skill string) int {
+	for _, s := range l.Status() {
+		if s.Name != skill {
+			continue
+		}
+		for _, v := range s.Versions {
+			if v.Version == s.Active {
+				return v.PID
+			}
+		}
+	}
+	return 0
 }
 
 // Path keys, in the order the report shows them.
@@ -215,7 +241,7 @@ func pluginPath(skillBin string) (*path, error) {
 		}
 		return nil
 	}
-	return &path{key: pathPlugin, name: pathNames[pathPlugin], call: call, close: c.Kill}, nil
+	return &path{key: pathPlugin, name: pathNames[pathPlugin], call: call, close: c.Kill, peer: c.ReattachConfig().Pid}, nil
 }
 
 // netRPCPath starts benchrpc, the same tools over go-plugin's net/rpc
@@ -237,7 +263,7 @@ func netRPCPath(rpcBin string) (*path, error) {
 		}
 		return nil
 	}
-	return &path{key: pathNetRPC, name: pathNames[pathNetRPC], call: call, close: c.Kill}, nil
+	return &path{key: pathNetRPC, name: pathNames[pathNetRPC], call: call, close: c.Kill, peer: c.ReattachConfig().Pid}, nil
 }
 
 // mcpPath starts benchmcp over stdio with the go-sdk's CommandTransport and
@@ -272,7 +298,7 @@ func mcpPath(ctx context.Context, mcpBin string) (*path, error) {
 		}
 		return nil
 	}
-	return &path{key: pathMCP, name: pathNames[pathMCP], call: call, close: func() { cs.Close() }}, nil
+	return &path{key: pathMCP, name: pathNames[pathMCP], call: call, close: func() { cs.Close() }, peer: cmd.Process.Pid}, nil
 }
 
 // funcPath calls the same handler in this process, from JSON arguments to
@@ -314,7 +340,7 @@ func bareHTTPPath(self, work string) (*path, error) {
 		b, err := os.ReadFile(addrFile)
 		if err == nil && strings.HasSuffix(string(b), "\n") {
 			p := httpPath("http://"+strings.TrimSpace(string(b)), "bench")
-			p.key, p.name = pathBareHTTP, pathNames[pathBareHTTP]
+			p.key, p.name, p.peer = pathBareHTTP, pathNames[pathBareHTTP], cmd.Process.Pid
 			inner := p.close
 			p.close = func() { inner(); stop() }
 			return p, nil

@@ -33,7 +33,7 @@ func profilePath(ctx context.Context, p *path, tool string, callers int, d time.
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return r, err
 	}
-	r.Calls, _ = throughput(ctx, p.call, tool, callers, d, 50*time.Millisecond)
+	r.Calls, _, _ = throughput(ctx, p.call, tool, callers, d, 50*time.Millisecond)
 	pprof.StopCPUProfile()
 	r.Flat, r.Ours = summarize(file)
 	return r, nil

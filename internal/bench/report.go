@@ -154,6 +154,17 @@ func (r *Results) Markdown(w io.Writer) {
 			fmt.Fprintf(w, " %d |\n", st.Failed)
 		}
 		fmt.Fprintln(w)
+		top := c.Concurrency[len(c.Concurrency)-1]
+		fmt.Fprintf(w, "CPU per call with %d callers, µs (this process: the callers, and for (b) the registry and loader; server: the processes behind the path; /proc at 10 ms resolution):\n\n", top)
+		fmt.Fprintln(w, "| path | this process | server | total | total ×(c) |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+		baseCPU := base.SelfUS[top] + base.PeerUS[top]
+		for _, k := range r.Paths {
+			st := r.Calls[t][k]
+			tot := st.SelfUS[top] + st.PeerUS[top]
+			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.2f |\n", pathNames[k], st.SelfUS[top], st.PeerUS[top], tot, ratio(tot, baseCPU))
+		}
+		fmt.Fprintln(w)
 	}
 
 	s := r.Swap
