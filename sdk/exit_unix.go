@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/skillhost/skillhost/sdk/proctree"
 )
 
 // handleTermination makes SIGTERM (which skillhost sets as the skill's
@@ -13,7 +15,13 @@ import (
 // may have started children, and they must not outlive the skill when the
 // host dies. Only a group leader does this, so a skill started by another
 // host, inside that host's group, never signals it.
+//
+// SIGPIPE is ignored for the same reason: when the host dies, the pipes of
+// the skill's stdout and stderr break, and Go's default for a write to a
+// broken stdout or stderr is to die of SIGPIPE at once, before the SIGTERM
+// handler has taken the children down. Ignored, the write fails instead.
 func handleTermination() {
+	signal.Ignore(syscall.SIGPIPE)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
 	go func() {
@@ -22,10 +30,18 @@ func handleTermination() {
 	}()
 }
 
-// exitGroup kills the skill's children (when it leads its process group)
-// and exits.
+// exitGroup kills the skill's descendants, also those that left its
+// process group (setsid), and, when it leads its group, the group; then it
+// exits. The descendants go first and by their parent links, which the
+// skill's exit would cut: an orphan is re-parented out of reach.
 func exitGroup(code int) {
-	if pid := os.Getpid(); syscall.Getpgrp() == pid {
+	pid := os.Getpid()
+	var groups []int
+	if syscall.Getpgrp() == pid {
+		groups = []int{pid}
+	}
+	proctree.Kill(groups, []int{pid}) // never this process itself
+	if groups != nil {
 		syscall.Kill(-pid, syscall.SIGKILL) // includes this process
 	}
 	os.Exit(code)

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skillhost/skillhost/sdk/proctree"
 )
 
 // ModuleRoot returns the repository root (the folder of the root go.mod).
@@ -159,33 +161,7 @@ func IsReaper(pid int) bool {
 // Descendants returns the pids of every live process descended from pid,
 // read from /proc (Linux only; empty elsewhere).
 func Descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces and parens: fields start after the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], p)
-	}
+	children := proctree.Children(proctree.List())
 	var out []int
 	var walk func(int)
 	walk = func(p int) {
@@ -200,13 +176,8 @@ func Descendants(pid int) []int {
 
 // Alive reports whether a process exists and is not a zombie.
 func Alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+	p, ok := proctree.Stat(pid)
+	return ok && !p.Zombie()
 }
 
 // WaitFor polls cond every 10 ms until it holds or timeout passes.
