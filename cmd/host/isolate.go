@@ -19,14 +19,16 @@ func skillUserFlag(fs *flag.FlagSet, dst *string, prefix string) {
 // any skill starts: it makes the host non-dumpable (a skill running as the
 // host's user cannot read its /proc/<pid>/environ or memory) and resolves
 // the account skills run as. A host running as root with skills as root
-// gets a warning, since root skills can read anything the host holds.
+// gets a warning: the loader withholds the capabilities that would read
+// the host's memory (ptrace and the like), but a root skill can still write
+// root's files.
 func isolateSkills(log hclog.Logger, skillUser string) (*loader.SkillUser, error) {
 	if err := hardenProcess(); err != nil {
 		log.Warn("cannot make the host non-dumpable; skills running as its user can read its environment", "error", err)
 	}
 	if skillUser == "" {
 		if os.Geteuid() == 0 {
-			log.Warn("the host runs as root and so do its skills: a skill can read the host's environment and memory; pass --skill-user nobody (or run the host as its own user)")
+			log.Warn("the host runs as root and so do its skills: they start without the capabilities that read another process's memory, so the host's environment stays out of their reach, but they can write anything root can; pass --skill-user nobody (or run the host as its own user)")
 		}
 		return nil, nil
 	}

@@ -168,7 +168,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 	ld, err := loader.New(loader.Config{
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
-		Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(),
+		Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(), Subreaper: true,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)

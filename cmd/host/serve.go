@@ -186,7 +186,7 @@ func serve(f serveFlags, log hclog.Logger) error {
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
 		Watch: f.watch, Debounce: f.debounce, Resync: f.resync, MaxParallelStarts: f.maxStarts,
-		State: state, OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(),
+		State: state, OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(), Subreaper: true,
 		OnEvent: func(e loader.Event) {
 			m.ObserveEvent(e)
 			bus.Publish(events.Event{Type: e.Type, Skill: e.Skill, Version: e.Version, State: string(e.State), From: string(e.From),

@@ -46,6 +46,7 @@ type instance struct {
 	ver            manifest.Version
 	log            *pidLogger // every line carries skill, version and, once started, pid
 	reaper         *reaper    // told when the process group is gone; nil: none
+	sweeper        *sweeper   // told when the process is gone; nil: none
 
 	releaseBin func() // gives the verified copy back to the binCache
 	client     *plugin.Client
@@ -84,6 +85,7 @@ type launchConfig struct {
 	extraEnv      []string
 	user          *SkillUser // nil: the host's user
 	reaper        *reaper    // nil: none; told of every process group started and stopped
+	sweeper       *sweeper   // nil: none; told of every skill process started and gone
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -165,13 +167,27 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	})
 	started := make(chan error, 1)
 	threadDone := make(chan struct{})
+	inst.sweeper = cfg.sweeper
 	go func() {
 		defer close(threadDone)
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the process
+		// The capabilities go from this thread alone, which only forks the skill.
+		if err := dropSkillCaps(); err != nil {
+			warnCapsOnce.Do(func() {
+				inst.log.Warn("cannot drop capabilities for root skills; a skill running as root can read the host's memory and environment", "error", err)
+			})
+		}
+		cfg.sweeper.beginLaunch()
 		if _, err := client.Start(); err != nil {
+			cfg.sweeper.endLaunch(0) // go-plugin has killed and waited for the process
 			started <- err
 			return
 		}
+		pid := 0
+		if rc := client.ReattachConfig(); rc != nil {
+			pid = rc.Pid
+		}
+		cfg.sweeper.endLaunch(pid)
 		started <- nil
 		inst.watchExit(client)
 	}()
@@ -229,6 +245,8 @@ func (inst *instance) watchExit(client *plugin.Client) {
 	} else {
 		pollExit(client.Exited)
 	}
+	// Its orphans are the host's children by now (Config.Subreaper).
+	inst.sweeper.trigger()
 	close(inst.exited)
 	if !inst.stopping.Load() && inst.onExit != nil {
 		inst.onExit(inst)
@@ -456,6 +474,9 @@ func (inst *instance) kill() {
 			inst.reaper.untrack(inst.pid)
 		}
 		<-inst.threadDone
+		if inst.pid > 0 && inst.client != nil && inst.client.Exited() {
+			inst.sweeper.forget(inst.pid) // waited for by go-plugin: the pid is free
+		}
 		if inst.releaseBin != nil {
 			inst.releaseBin()
 		}

@@ -56,6 +56,16 @@ type Config struct {
 	// kills every skill's process group, also a skill that ignores the
 	// SIGTERM of its parent-death signal. Nil: no watchdog.
 	Reaper []string
+	// Subreaper makes the host process a child subreaper (Linux): whatever a
+	// skill leaves behind when it exits, also a child that left its process
+	// group with setsid, becomes the host's child, and the loader kills
+	// every child of the host it did not start itself, within a moment of
+	// the skill's exit (and a periodic look, every 2 s). A skill may start
+	// children, but none that detaches from its parent (a double fork).
+	// Only for a process whose every child the loader starts (host serve,
+	// host mcp), never for a library user or a test binary. Ignored off
+	// Linux.
+	Subreaper bool
 	// Watch follows the tree with fsnotify after Start.
 	Watch bool
 	// Debounce is the quiet period that merges bursts of file events.
@@ -108,7 +118,11 @@ type Loader struct {
 
 	ready     atomic.Bool
 	closeOnce sync.Once
-	reaper    *reaper // nil without Config.Reaper
+	reaper    *reaper  // nil without Config.Reaper
+	sweeper   *sweeper // nil without Config.Subreaper
+	// sweepDone stops the sweeper after one last sweep; sweepStopped is
+	// closed when it has returned.
+	sweepDone, sweepStopped chan struct{}
 	// rewatch asks the watcher to look for folders it does not watch yet,
 	// after a rescan it did not run itself (API, SIGHUP). Capacity 1: kicks merge.
 	rewatch chan struct{}
@@ -230,8 +244,27 @@ func New(cfg Config) (*Loader, error) {
 		}
 		l.reaper = r
 	}
+	if cfg.Subreaper {
+		sw, err := newSweeper(l.log)
+		if err != nil {
+			l.reaper.close()
+			if l.ownRunDir {
+				os.RemoveAll(l.cfg.RunDir)
+			}
+			return nil, fmt.Errorf("loader: %w", err)
+		}
+		sw.adopt(l.reaper.pid())
+		l.sweeper = sw
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.hardStop, l.hardCancel = context.WithCancel(context.Background())
+	if l.sweeper != nil {
+		l.sweepDone, l.sweepStopped = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(l.sweepStopped)
+			l.sweeper.run(l.sweepDone)
+		}()
+	}
 	return l, nil
 }
 
@@ -348,7 +381,7 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 	return launch(ctx, launchConfig{
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
-		user: l.cfg.SkillUser, reaper: l.reaper,
+		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper,
 	}, ver)
 }
 
@@ -453,6 +486,10 @@ func (l *Loader) Close(ctx context.Context) error {
 		l.wg.Wait()
 		close(stopped)
 		l.hardCancel()
+		if l.sweeper != nil {
+			close(l.sweepDone) // one last sweep for what the skills left
+			<-l.sweepStopped
+		}
 		l.reaper.close() // every skill is stopped: the watchdog may go
 		if l.ownRunDir {
 			os.RemoveAll(l.cfg.RunDir)

@@ -32,7 +32,8 @@ func stubborn(t *testing.T) *exec.Cmd {
 
 func TestReaper(t *testing.T) {
 	watchdog := []string{os.Args[0], "__skill-reaper"} // this test binary; the loader's init makes it the watchdog
-	victim, released, spared := stubborn(t), stubborn(t), stubborn(t)
+	victim, escapedPID := victimGroup(t)
+	released, spared := stubborn(t), stubborn(t)
 
 	r, err := startReaper(watchdog)
 	if err != nil {
@@ -46,6 +47,9 @@ func TestReaper(t *testing.T) {
 	r.cmd.Wait()
 	if !testenv.WaitFor(2*time.Second, func() bool { return !testenv.Alive(victim.Process.Pid) }) {
 		t.Fatal("the watchdog did not kill a tracked group when the host died")
+	}
+	if escapedPID > 0 && !testenv.WaitFor(2*time.Second, func() bool { return !testenv.Alive(escapedPID) }) {
+		t.Fatal("the watchdog did not kill a tracked group's child that left it with setsid")
 	}
 	if !testenv.Alive(released.Process.Pid) {
 		t.Fatal("the watchdog killed a group the host had untracked")

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/skillhost/skillhost/sdk/proctree"
 )
 
 // reaper is the host's side of a watchdog process that outlives the host for
@@ -76,6 +78,14 @@ func (r *reaper) send(line string) {
 	}
 }
 
+// pid is the watchdog's own process id.
+func (r *reaper) pid() int {
+	if r == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
 func (r *reaper) track(pgid int)   { r.send("+" + strconv.Itoa(pgid)) }
 func (r *reaper) untrack(pgid int) { r.send("-" + strconv.Itoa(pgid)) }
 
@@ -99,9 +109,10 @@ func (r *reaper) close() {
 
 // runReaper is the watchdog's main loop (see Config.Reaper): it reads the
 // host's messages from in until end of file, then, unless the host said
-// "bye", sends SIGKILL to every process group still tracked. It ignores the
-// signals a terminal or service manager sends a process group, so that only
-// the host's death ends it. It returns the process's exit code.
+// "bye", kills every process group still tracked and every descendant of
+// their members (proctree.Kill). It ignores the signals a terminal or service
+// manager sends a process group, so that only the host's death ends it. It
+// returns the process's exit code.
 func runReaper(in io.Reader) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	groups := map[int]bool{}
@@ -125,11 +136,16 @@ func runReaper(in io.Reader) int {
 			delete(groups, pgid)
 		}
 	}
+	if len(groups) == 0 {
+		return 0
+	}
+	pgids := make([]int, 0, len(groups))
 	for pgid := range groups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		pgids = append(pgids, pgid)
 	}
-	if len(groups) > 0 {
-		fmt.Fprintf(os.Stderr, "skillhost reaper: the host died without stopping its skills; killed %d process group(s)\n", len(groups))
-	}
+	// Not just the groups: a skill's child may have left its group
+	// (setsid), and only its parent link still ties it to the skill.
+	n := proctree.Kill(pgids, nil)
+	fmt.Fprintf(os.Stderr, "skillhost reaper: the host died without stopping its skills; killed %d process group(s), %d process(es)\n", len(groups), n)
 	return 0
 }

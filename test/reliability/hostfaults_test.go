@@ -15,10 +15,10 @@ import (
 )
 
 // TestHostSIGKILLTakesEverySkillDown kills the host with SIGKILL while it
-// runs several skills, two of which started children: every one of those
-// processes is gone within 2 s (counted, not sampled). A raw skill that
-// ignores SIGTERM (the parent-death signal) and does not watch its parent is
-// the documented exception.
+// runs several skills, three of which started children (one of them in a
+// session of its own): every one of those processes is gone within 2 s
+// (counted, not sampled). A raw skill that ignores SIGTERM (the
+// parent-death signal) is killed by the reaper, also within 2 s.
 func TestHostSIGKILLTakesEverySkillDown(t *testing.T) {
 	t.Parallel()
 	tree := t.TempDir()
@@ -27,6 +27,7 @@ func TestHostSIGKILLTakesEverySkillDown(t *testing.T) {
 	}
 	install(t, tree, "hang", "1.0.0", hostile["hang"], nil, map[string]any{"timeout_ms": 60000})
 	install(t, tree, "noterm", "1.0.0", hostile["noterm"], nil, nil)
+	install(t, tree, "forker", "1.0.0", hostile["forker"], nil, nil)
 	h := startHost(t, tree, hostOpts{})
 	var children []int
 	for _, s := range []string{"s1", "s2"} {
@@ -34,6 +35,21 @@ func TestHostSIGKILLTakesEverySkillDown(t *testing.T) {
 		json.Unmarshal(h.wantCall(s+".spawn", `{}`, 200, ""), &out)
 		children = append(children, out.Result.PID)
 	}
+	// And a skill's children and grandchildren, one of them in a session
+	// of its own, out of the skill's process group.
+	var forked struct {
+		Result struct {
+			Children []int `json:"children"`
+			Escaped  []int `json:"escaped"`
+		} `json:"result"`
+	}
+	json.Unmarshal(h.wantCall("forker.fork", `{"n":1,"escape":true}`, 200, ""), &forked)
+	if len(forked.Result.Escaped) != 1 {
+		t.Fatalf("forker.fork started no child in a new session: %+v", forked.Result)
+	}
+	children = append(children, forked.Result.Children...)
+	children = append(children, forked.Result.Escaped...)
+	const grandchildren = 1 // the forker's shell's own sleeper
 	// A call stuck in a handler at the moment of the kill.
 	go h.do("POST", "/v1/tools/hang.hang/invoke", `{"arguments":{}}`)
 	h.waitSkill("hang", 5*time.Second, "a call in flight", func(s skillView) bool {
@@ -54,13 +70,13 @@ func TestHostSIGKILLTakesEverySkillDown(t *testing.T) {
 			counted = append(counted, p)
 		}
 	}
-	if len(counted) != 6+len(children) || reaper == 0 {
-		t.Fatalf("before the kill: %d processes under the host (%v), want 6 skills and %d children; reaper pid %d", len(counted), counted, len(children), reaper)
+	if len(counted) != 7+len(children)+grandchildren || reaper == 0 {
+		t.Fatalf("before the kill: %d processes under the host (%v), want 7 skills and %d children; reaper pid %d", len(counted), counted, len(children)+grandchildren, reaper)
 	}
 	h.Kill()
 	killed := time.Now()
 	if !testenv.WaitFor(2*time.Second, func() bool { return len(alive(counted)) == 0 }) {
-		t.Fatalf("%d of %d processes alive 2 s after SIGKILL of the host: %v", len(alive(counted)), len(counted), alive(counted))
+		t.Fatalf("%d of %d processes alive 2 s after SIGKILL of the host: %v", len(alive(counted)), len(counted), describe(alive(counted)))
 	}
 	t.Logf("all %d skill processes and children gone %v after SIGKILL of the host", len(counted), time.Since(killed).Round(time.Microsecond))
 	// A raw skill that ignores SIGTERM (its parent-death signal) is killed

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/sdk/proctree"
 )
 
 // hostileCase is one broken or hostile skill installed in the shared tree.
@@ -159,7 +160,7 @@ func TestHostileSkills(t *testing.T) {
 		good(t)
 	})
 	t.Run("forks children and dies", func(t *testing.T) { testForker(t, h.with(t)) })
-	t.Run("reads the host's environment", func(t *testing.T) { testEnvSnoop(t, h.with(t), false) })
+	t.Run("reads the host's environment", func(t *testing.T) { testEnvSnoop(t, h.with(t)) })
 
 	// Every process the host runs is a serving skill's: nothing of the
 	// failed starts is left.
@@ -200,13 +201,19 @@ func checkOnlyActive(t testing.TB, h *host) {
 		return len(extra) == 0
 	})
 	if !ok {
-		var desc []string
-		for _, p := range extra {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-			desc = append(desc, fmt.Sprintf("%d %q", p, strings.ReplaceAll(string(b), "\x00", " ")))
-		}
-		t.Errorf("processes under the host that serve no active version: %v", desc)
+		t.Errorf("processes under the host that serve no active version: %v", describe(extra))
 	}
+}
+
+// describe names each process by its pid, parent, session and command line.
+func describe(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		p, _ := proctree.Stat(pid)
+		out = append(out, fmt.Sprintf("%d (ppid %d, sid %d) %q", pid, p.PPID, p.SID, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	return out
 }
 
 func testHang(t *testing.T, h *host) {
@@ -338,17 +345,45 @@ func testForker(t *testing.T, h *host) {
 	if !testenv.WaitFor(2*time.Second, func() bool { return len(alive(out.Result.Children)) == 0 }) {
 		t.Errorf("children of the dead skill still running: %v", alive(out.Result.Children))
 	}
-	if esc := alive(out.Result.Escaped); len(esc) > 0 {
-		knownBug(t, "a child that left the skill's process group with setsid (pid %v) outlives the skill; only a cgroup would contain it", esc)
+	// The one that left the group with setsid was handed to the host (a
+	// child subreaper) when the skill died, and the host killed it.
+	if !testenv.WaitFor(2*time.Second, func() bool { return len(alive(out.Result.Escaped)) == 0 }) {
+		t.Errorf("a child that left the skill's process group with setsid (pid %v) outlives the skill by 2 s", alive(out.Result.Escaped))
 	}
 	h.wantCall("forker.echo", `{}`, 200, "")
 	h.wantCall("good.echo", `{}`, 200, "")
+
+	// A skill the host stops (here: disabled) takes its children along,
+	// the one in a session of its own too.
+	_, _, body = h.invoke("forker.fork", `{"n":1,"escape":true}`)
+	var live struct {
+		Result struct {
+			Children []int `json:"children"`
+			Escaped  []int `json:"escaped"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &live); err != nil || len(live.Result.Escaped) != 1 {
+		t.Fatalf("fork = %s", body)
+	}
+	procs := append(live.Result.Children, live.Result.Escaped...)
+	t.Cleanup(func() { reap(procs...) })
+	if code, body := h.must("POST", "/v1/skills/forker/disable", nil); code != 200 {
+		t.Fatalf("disable: %d %s", code, body)
+	}
+	if !testenv.WaitFor(5*time.Second, func() bool { return len(alive(procs)) == 0 }) {
+		t.Errorf("children of a disabled skill still running: %v", alive(procs))
+	}
+	if code, body := h.must("POST", "/v1/skills/forker/enable", nil); code != 200 {
+		t.Fatalf("enable: %d %s", code, body)
+	}
+	h.waitVersionState("forker", "1.0.0", "active", 10*time.Second)
+	h.wantCall("good.echo", `{}`, 200, "")
 }
 
-// TestSkillUserKeepsHostSecrets closes the known issue testEnvSnoop logs
-// for a root host: with --skill-user the skills of a root host run
-// unprivileged, and neither their environment nor /proc/<host>/environ
-// holds the host's secret. It needs root, as CI has.
+// TestSkillUserKeepsHostSecrets runs the skills of a root host as
+// --skill-user nobody: they run unprivileged, and neither their environment
+// nor /proc/<host>/environ holds the host's secret. It needs root, as CI
+// has.
 func TestSkillUserKeepsHostSecrets(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: --skill-user switches the skills' account")
@@ -366,7 +401,7 @@ func TestSkillUserKeepsHostSecrets(t *testing.T) {
 		env:  []string{"OPENAI_API_KEY=" + secret, "SKILLHOST_TEST_SECRET=" + secret},
 		args: []string{"--skill-user", "nobody"},
 	})
-	if out := testEnvSnoop(t, h, true); out.UID == 0 {
+	if out := testEnvSnoop(t, h); out.UID == 0 {
 		t.Errorf("the skill runs as root despite --skill-user nobody")
 	}
 }
@@ -379,10 +414,11 @@ type snoopResult struct {
 	ParentEnviron string   `json:"parent_environ"`
 }
 
-// testEnvSnoop checks that no host variable reaches the envsnoop skill. A
-// secret read from /proc/<host>/environ fails the test when strict, and is
-// a known issue otherwise (a root host with root skills).
-func testEnvSnoop(t *testing.T, h *host, strict bool) snoopResult {
+// testEnvSnoop checks that no host variable reaches the envsnoop skill,
+// neither in its environment nor through /proc/<host>/environ: the host is
+// non-dumpable, and a skill of a root host runs without CAP_SYS_PTRACE, so
+// even a root skill cannot read it.
+func testEnvSnoop(t *testing.T, h *host) snoopResult {
 	body := h.wantCall("envsnoop.snoop", `{}`, 200, "")
 	var out struct {
 		Result snoopResult `json:"result"`
@@ -398,13 +434,10 @@ func testEnvSnoop(t *testing.T, h *host, strict bool) snoopResult {
 	if out.Result.PPID != h.pid() {
 		t.Logf("skill's parent is %d, the host is %d", out.Result.PPID, h.pid())
 	}
-	switch {
-	case strings.Contains(out.Result.ParentEnviron, secret) && strict:
+	if strings.Contains(out.Result.ParentEnviron, secret) {
 		t.Errorf("a skill running as uid %d reads the host's OPENAI_API_KEY from /proc/%d/environ", out.Result.UID, out.Result.PPID)
-	case strings.Contains(out.Result.ParentEnviron, secret):
-		knownBug(t, "a skill reads the host's OPENAI_API_KEY from /proc/%d/environ: skills run as the host's user (root); --skill-user closes this", out.Result.PPID)
-	default:
-		t.Logf("/proc/<host>/environ as the skill sees it: %.100q", out.Result.ParentEnviron)
+	} else {
+		t.Logf("/proc/<host>/environ as the skill sees it (uid %d): %.100q", out.Result.UID, out.Result.ParentEnviron)
 	}
 	t.Logf("the skill's own environment: %d variables, none of the host's", len(out.Result.Env))
 	return out.Result

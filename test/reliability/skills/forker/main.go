@@ -1,6 +1,7 @@
 // Command forker is a skill whose "fork_and_die" tool starts children, one
 // of which may leave the skill's process group (setsid), answers with their
-// pids and then the skill dies without cleaning up.
+// pids and then the skill dies without cleaning up. Its "fork" tool starts
+// the same children and lives on.
 package main
 
 import (
@@ -22,34 +23,44 @@ type forkIn struct {
 func main() {
 	s := sdk.New(kit.Name(), kit.Version(), "Forker: starts children and dies.")
 	sdk.Tool(s, "fork_and_die", "Start n sleeping children, answer with their pids, exit 100 ms later.", func(ctx context.Context, in forkIn) (map[string][]int, error) {
-		out := map[string][]int{"children": nil, "escaped": nil}
-		for i := 0; i < in.N; i++ {
-			c := exec.Command("/bin/sleep", "300")
-			if err := c.Start(); err != nil {
-				return nil, err
-			}
-			out["children"] = append(out["children"], c.Process.Pid)
-			// Grandchildren too: a shell that forks its own sleeper.
-			g := exec.Command("/bin/sh", "-c", "/bin/sleep 300 & wait")
-			if err := g.Start(); err == nil {
-				out["children"] = append(out["children"], g.Process.Pid)
-			}
-		}
-		if in.Escape {
-			c := exec.Command("/bin/sleep", "300")
-			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			if err := c.Start(); err == nil {
-				out["escaped"] = append(out["escaped"], c.Process.Pid)
-			}
-		}
+		out, err := fork(in)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
 			os.Exit(9) // no SDK cleanup: the children are left behind
 		}()
-		return out, nil
+		return out, err
+	})
+	sdk.Tool(s, "fork", "Start n sleeping children and answer with their pids; the skill lives on.", func(ctx context.Context, in forkIn) (map[string][]int, error) {
+		return fork(in)
 	})
 	sdk.Tool(s, "echo", "Answer with the pid.", func(ctx context.Context, in struct{}) (map[string]int, error) {
 		return map[string]int{"pid": os.Getpid()}, nil
 	}, sdk.ReadOnly())
 	s.Serve()
+}
+
+// fork starts in.N children, each with a sibling shell that forks a
+// grandchild, and with in.Escape one more child in a new session.
+func fork(in forkIn) (map[string][]int, error) {
+	out := map[string][]int{"children": nil, "escaped": nil}
+	for i := 0; i < in.N; i++ {
+		c := exec.Command("/bin/sleep", "300")
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		out["children"] = append(out["children"], c.Process.Pid)
+		// Grandchildren too: a shell that forks its own sleeper.
+		g := exec.Command("/bin/sh", "-c", "/bin/sleep 300 & wait")
+		if err := g.Start(); err == nil {
+			out["children"] = append(out["children"], g.Process.Pid)
+		}
+	}
+	if in.Escape {
+		c := exec.Command("/bin/sleep", "300")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err == nil {
+			out["escaped"] = append(out["escaped"], c.Process.Pid)
+		}
+	}
+	return out, nil
 }
