@@ -321,7 +321,7 @@ func TestBadHTTPInput(t *testing.T) {
 			t.Errorf("%s: %d %.300s, want %d", c.what, status, body, c.status)
 		case c.code != "" && (!isErr || code != c.code || status != c.status):
 			t.Errorf("%s: %d %.300s, want %d %s in the error shape", c.what, status, body, c.status, c.code)
-		case took > 5*time.Second:
+		case took > 15*time.Second: // a hang or a blow-up, not speed: a loaded 2-core CI machine took 8.5 s once for 1 MiB of keys
 			t.Errorf("%s: took %v", c.what, took)
 		default:
 			if len(msg) > 120 {
