@@ -179,7 +179,6 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		}
 		cfg.sweeper.beginLaunch()
 		if _, err := client.Start(); err != nil {
-			cfg.sweeper.endLaunch(0) // go-plugin has killed and waited for the process
 			started <- err
 			return
 		}
@@ -194,6 +193,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	if err := <-started; err != nil {
 		client.Kill()
 		<-threadDone
+		cfg.sweeper.endLaunch(0) // the process is killed and waited for: nothing to know
 		// go-plugin's own message (e.g. "Unrecognized remote plugin
 		// message") often hides that the skill just exited: say what it
 		// last printed.
