@@ -159,9 +159,12 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		// the skill's stdout and stderr after the handshake).
 		SyncStdout: inst.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
 		SyncStderr: inst.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-		// The manifest's limits are the connection's defaults, so a call
-		// carries no per-call options (the profile showed their cost).
+		// The skill protocol's codec (sdk.Codec, whose buffers fit a large
+		// result) and the manifest's limits are the connection's defaults,
+		// so a call carries no per-call options: gRPC combines those with
+		// the defaults into a new slice on every call (profiles showed it).
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.ForceCodecV2(sdk.Codec),
 			grpc.MaxCallSendMsgSize(int(m.Limits.WithDefaults().MaxRequestBytes)+msgOverhead),
 			grpc.MaxCallRecvMsgSize(int(m.Limits.WithDefaults().MaxResponseBytes)+msgOverhead))},
 	})
@@ -372,12 +375,6 @@ func (inst *instance) beginDrain(grace time.Duration) {
 	}
 }
 
-// codecCall makes a call use the skill protocol's codec (sdk.Codec), whose
-// buffers fit a large result: with gRPC's default, materializing a 64 KiB
-// result cleared a 1 MiB buffer, a fifth of the host's CPU on such calls.
-// It is a call option because the connection's options are set at start.
-var codecCall = grpc.ForceCodecV2(sdk.Codec)
-
 // Invoke calls a tool over gRPC. Calls still running when the instance is
 // retired fail when its process is killed, with a skill_unavailable error.
 // Nothing here arms a timer: the registry's timeout context is the only one.
@@ -391,7 +388,7 @@ func (inst *instance) Invoke(ctx context.Context, tool string, args []byte, maxR
 		req.TimeoutNs = max(int64(time.Until(d)), 1)
 		callCtx = withoutDeadline{ctx}
 	}
-	resp, err := inst.rpc.Invoke(callCtx, req, codecCall)
+	resp, err := inst.rpc.Invoke(callCtx, req)
 	if err != nil {
 		return nil, inst.callError(ctx, tool, maxResponse, err)
 	}
