@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
@@ -35,7 +36,8 @@ func (l *Loader) Enable(ctx context.Context, skill string) error {
 }
 
 // Pin makes version the one that serves, whatever newer versions arrive.
-// The version must be valid on disk now.
+// The version must be valid on disk now, and start: a pin whose version
+// fails to start is undone, and the error says why.
 func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 	if err := l.knownSkill(skill); err != nil {
 		return err
@@ -57,10 +59,51 @@ func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 	if !found {
 		return registry.Errorf(registry.CodeNotFound, "cannot pin %s to %s: no such version folder in %s", skill, version, l.cfg.Skills)
 	}
+	_, prev := l.cfg.State.Get(skill)
 	if err := l.cfg.State.update(skill, func(s *skillState) { s.Pin = version }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "pin %s: %v", skill, err)
 	}
-	return l.Rescan(ctx)
+	if err := l.Rescan(ctx); err != nil {
+		return err
+	}
+	// A version that is valid on disk can still fail to start. The skill
+	// then keeps serving what it served, and a pin left behind would hold
+	// back every newer version for one that does not run: undo it.
+	st, ok := l.skillStatus(skill)
+	if !ok || st.Disabled || st.Active == version {
+		return nil
+	}
+	why := "it did not become active"
+	for _, v := range st.Versions {
+		switch {
+		case v.Version != version || v.LastError == "":
+		case v.State == StateFailed:
+			why = "it failed to start: " + v.LastError
+		default:
+			why = fmt.Sprintf("it is %s: %s", v.State, v.LastError)
+		}
+	}
+	serving := "nothing serves it"
+	if st.Active != "" {
+		serving = st.Active + " keeps serving"
+	}
+	if err := l.cfg.State.update(skill, func(s *skillState) { s.Pin = prev }); err != nil {
+		return registry.Errorf(registry.CodeInternal, "cannot pin %s to %s: %s; undoing the pin failed: %v", skill, version, why, err)
+	}
+	if err := l.Rescan(ctx); err != nil {
+		return err
+	}
+	return registry.Errorf(registry.CodeBadRequest, "cannot pin %s to %s: %s; %s and the pin is as it was", skill, version, why, serving)
+}
+
+// skillStatus is Status for one skill.
+func (l *Loader) skillStatus(skill string) (SkillStatus, bool) {
+	for _, st := range l.Status() {
+		if st.Name == skill {
+			return st, true
+		}
+	}
+	return SkillStatus{}, false
 }
 
 // Unpin lets the newest valid version serve again.

@@ -631,6 +631,45 @@ func TestPrereleaseServesOnlyWhenPinnedOrAlone(t *testing.T) {
 	}
 }
 
+// A pin to a version that is valid on disk but does not start is refused
+// and undone: the serving version goes on, and newer versions are not held
+// back by a pin on one that never ran.
+func TestPinToAVersionThatFailsIsUndone(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.install("svc", "0.9.0", map[string]string{"TESTSKILL_MODE": "exit"})
+	h.start()
+	err := h.l.Pin(context.Background(), "svc", "0.9.0")
+	if registry.CodeOf(err) != registry.CodeBadRequest || !strings.Contains(err.Error(), "cannot pin svc to 0.9.0: it failed to start:") ||
+		!strings.Contains(err.Error(), "1.0.0 keeps serving and the pin is as it was") {
+		t.Fatalf("pin to a version that exits at start: %v", err)
+	}
+	if st := h.status("svc"); st.Pinned != "" || st.Active != "1.0.0" {
+		t.Fatalf("after the refused pin: pinned %q, active %q", st.Pinned, st.Active)
+	}
+	if _, pin := h.l.cfg.State.Get("svc"); pin != "" {
+		t.Fatalf("refused pin persisted: %q", pin)
+	}
+	// A newer version is not held back.
+	h.install("svc", "1.1.0", nil)
+	if err := h.l.Rescan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.1.0" {
+		t.Fatalf("newer version after a refused pin: %+v %v", r, err)
+	}
+	// A pin that holds stays, and one that fails then leaves it as it was.
+	if err := h.l.Pin(context.Background(), "svc", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.l.Pin(context.Background(), "svc", "0.9.0"); registry.CodeOf(err) != registry.CodeBadRequest {
+		t.Fatalf("second refused pin: %v", err)
+	}
+	if st := h.status("svc"); st.Pinned != "1.0.0" || st.Active != "1.0.0" {
+		t.Fatalf("a refused pin changed the pin that held: pinned %q, active %q", st.Pinned, st.Active)
+	}
+}
+
 func TestHandlerOutputReachesTheLog(t *testing.T) {
 	var buf testenv.SyncBuffer
 	h := newHarness(t, func(c *Config) {
