@@ -69,7 +69,7 @@ func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 	// A version that is valid on disk can still fail to start. The skill
 	// then keeps serving what it served, and a pin left behind would hold
 	// back every newer version for one that does not run: undo it.
-	st, ok := l.skillStatus(skill)
+	st, ok := l.Skill(skill)
 	if !ok || st.Disabled || st.Active == version {
 		return nil
 	}
@@ -94,16 +94,6 @@ func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 		return err
 	}
 	return registry.Errorf(registry.CodeBadRequest, "cannot pin %s to %s: %s; %s and the pin is as it was", skill, version, why, serving)
-}
-
-// skillStatus is Status for one skill.
-func (l *Loader) skillStatus(skill string) (SkillStatus, bool) {
-	for _, st := range l.Status() {
-		if st.Name == skill {
-			return st, true
-		}
-	}
-	return SkillStatus{}, false
 }
 
 // Unpin lets the newest valid version serve again.

@@ -496,6 +496,55 @@ func TestOverwriteBinaryInPlace(t *testing.T) {
 	}
 }
 
+// While a version reloaded in place drains its old instance, the status
+// shows both instances: the new one active, the old one draining with its
+// own pid and the call it still runs.
+func TestReloadInPlaceShowsBothInstances(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := h.install("svc", "1.0.0", nil)
+	h.start()
+	old := h.status("svc").Versions[0].PID
+	slow := make(chan error, 1)
+	go func() {
+		_, err := h.reg.Invoke(context.Background(), "svc.sleep", []byte(`{"ms":1500}`))
+		slow <- err
+	}()
+	if !testenv.WaitFor(time.Second, func() bool { return h.status("svc").Versions[0].InFlight == 1 }) {
+		t.Fatalf("the slow call never started: %+v", h.status("svc"))
+	}
+	data, _ := os.ReadFile(testSkillBin)
+	data = append(data, []byte("\x00padding to change the checksum")...)
+	if err := os.WriteFile(filepath.Join(dir, "skill"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := testenv.SHA256File(filepath.Join(dir, "skill"))
+	v := testenv.Version{Skill: "svc", Version: "1.0.0"}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), v.Manifest(sum), 0o644)
+	var st SkillStatus
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		st = h.status("svc")
+		return len(st.Versions) > 0 && st.Versions[0].State == StateActive && st.Versions[0].PID != old
+	}) {
+		t.Fatalf("reload in place not picked up: %+v", st)
+	}
+	if len(st.Versions) != 2 {
+		t.Fatalf("want the active and the draining instance of 1.0.0, got %+v", st.Versions)
+	}
+	d := st.Versions[1]
+	if d.Version != "1.0.0" || d.State != StateDraining || d.PID != old || d.InFlight != 1 || d.DrainDeadline == nil {
+		t.Fatalf("draining entry = %+v (old pid %d)", d, old)
+	}
+	if a := st.Versions[0]; a.InFlight != 0 || a.DrainDeadline != nil {
+		t.Fatalf("active entry = %+v", a)
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("the call on the old instance: %v", err)
+	}
+	if !testenv.WaitFor(3*time.Second, func() bool { return len(h.status("svc").Versions) == 1 }) {
+		t.Fatalf("the drained instance stays listed: %+v", h.status("svc"))
+	}
+}
+
 func TestRemoveVersions(t *testing.T) {
 	h := newHarness(t, nil)
 	h.install("svc", "1.0.0", nil)

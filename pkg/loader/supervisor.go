@@ -451,8 +451,23 @@ func (s *supervisor) status() SkillStatus {
 			}
 		}
 	}
-	for inst := range s.draining {
-		vs := get(inst.version)
+	// A version reloaded in place (its files rewritten) has two instances
+	// for a while, the new one active and the old one draining; each gets
+	// its own entry, after the version's main one, so that neither's pid
+	// and calls in flight hide the other's.
+	filled := map[string]bool{}
+	if s.active != nil {
+		filled[s.active.version] = true
+	}
+	also := map[string][]*VersionStatus{}
+	for _, inst := range s.drainingByAge() {
+		vs := &VersionStatus{Version: inst.version}
+		if filled[inst.version] {
+			also[inst.version] = append(also[inst.version], vs)
+		} else {
+			vs = get(inst.version)
+			filled[inst.version] = true
+		}
 		vs.State = StateDraining
 		fillInstance(vs, inst)
 		if end := inst.drainEnd.Load(); end != 0 {
@@ -479,8 +494,22 @@ func (s *supervisor) status() SkillStatus {
 			vs.LastError = s.lastErr[v]
 		}
 		st.Versions = append(st.Versions, *vs)
+		for _, d := range also[v] {
+			st.Versions = append(st.Versions, *d)
+		}
 	}
 	return st
+}
+
+// drainingByAge lists the draining instances, the newest first. s.mu must
+// be held.
+func (s *supervisor) drainingByAge() []*instance {
+	out := make([]*instance, 0, len(s.draining))
+	for inst := range s.draining {
+		out = append(out, inst)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].startedAt.After(out[j].startedAt) })
+	return out
 }
 
 func fillInstance(vs *VersionStatus, inst *instance) {

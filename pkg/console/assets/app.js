@@ -444,7 +444,8 @@
   }
 
   function actions(s) {
-    const pinnable = (s.versions || []).filter((v) => !['invalid', 'incomplete'].includes(v.state)).map((v) => v.version);
+    // A version reloaded in place is listed twice while its old instance drains.
+    const pinnable = [...new Set((s.versions || []).filter((v) => !['invalid', 'incomplete'].includes(v.state)).map((v) => v.version))];
     const want = pinnable.includes(st.pinChoice[s.name]) ? st.pinChoice[s.name] : (s.pinned || s.active);
     const sel = h('select', { 'data-role': 'pin-version', 'aria-label': 'version to pin', onchange: (e) => { st.pinChoice[s.name] = e.target.value; } },
       pinnable.map((v) => h('option', { value: v, text: v, selected: v === want })));
