@@ -198,10 +198,12 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		<-threadDone
 		cfg.sweeper.endLaunch(0) // the process is killed and waited for: nothing to know
 		// go-plugin's own message (e.g. "Unrecognized remote plugin
-		// message") often hides that the skill just exited: say what it
-		// last printed.
+		// message", then a paragraph of generic advice) often hides that
+		// the skill just exited: keep its first line and say what the
+		// skill last printed, so that one line (host skills) says why.
 		if last := stderrTail.lastLine(); last != "" {
-			return fmt.Errorf("start: %w; the skill's last stderr line: %q", err, last)
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			return fmt.Errorf("start: %s; the skill's last stderr line: %q", strings.TrimRight(msg, ": "), last)
 		}
 		if u := cfg.user; u != nil && strings.Contains(err.Error(), "permission denied") {
 			return fmt.Errorf("start: %w; skills run as %s, which must be able to search %s and every folder above it (chmod o+x, or g+x for its group)", err, u, inst.ver.Dir)
