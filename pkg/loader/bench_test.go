@@ -36,7 +36,7 @@ var benchBlobArgs = []byte(`{"bytes":65536}`)
 
 func benchInvoke(b *testing.B, tool string, args []byte) {
 	b.Run("registry", func(b *testing.B) {
-		reg, stop := benchRegistry(b)
+		reg, _, stop := benchRegistry(b)
 		defer stop()
 		ctx := context.Background()
 		b.ReportAllocs()
@@ -65,7 +65,7 @@ func benchInvoke(b *testing.B, tool string, args []byte) {
 // loop and reports each one's median latency and their ratio, so that the
 // drift of a shared machine hits both sides alike.
 func BenchmarkInvokeInterleaved(b *testing.B) {
-	reg, stopReg := benchRegistry(b)
+	reg, _, stopReg := benchRegistry(b)
 	defer stopReg()
 	rpc, stopBare := bareClient(b)
 	defer stopBare()
@@ -102,7 +102,7 @@ func median(d []time.Duration) time.Duration {
 // BenchmarkInvokeParallel is the same comparison with concurrent callers.
 func BenchmarkInvokeParallel(b *testing.B) {
 	b.Run("registry", func(b *testing.B) {
-		reg, stop := benchRegistry(b)
+		reg, _, stop := benchRegistry(b)
 		defer stop()
 		b.SetParallelism(8)
 		b.RunParallel(func(pb *testing.PB) {
@@ -129,14 +129,14 @@ func BenchmarkInvokeParallel(b *testing.B) {
 	})
 }
 
-func benchRegistry(b *testing.B) (*registry.Registry, func()) {
+func benchRegistry(b *testing.B) (*registry.Registry, *Loader, func()) {
 	root := b.TempDir()
 	if _, err := testenv.Install(root, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: testSkillBin,
 		Limits: map[string]any{"max_concurrency": 4096}}); err != nil {
 		b.Fatal(err)
 	}
 	l, reg := benchLoader(b, root)
-	return reg, func() { l.Close(context.Background()) }
+	return reg, l, func() { l.Close(context.Background()) }
 }
 
 // benchLoader starts a watching loader with the daemon's defaults but a
@@ -156,6 +156,17 @@ func benchLoader(b *testing.B, root string) (*Loader, *registry.Registry) {
 // bareClient starts the test skill with go-plugin as the loader does (its
 // handshake, AutoMTLS, only the given environment, the skill protocol's
 // codec as the connection's default) and returns the bare gRPC stub.
+// activeInstance is the instance serving skill in l, for benchmarks that
+// call the loader's side of the path without the registry.
+func activeInstance(l *Loader, skill string) *instance {
+	l.supMu.Lock()
+	s := l.sups[skill]
+	l.supMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
 func bareClient(b *testing.B) (skillpb.SkillClient, func()) {
 	cmd := exec.Command(testSkillBin)
 	cmd.Env = []string{"TESTSKILL_NAME=svc", "TESTSKILL_VERSION=1.0.0"}
@@ -182,9 +193,12 @@ func bareClient(b *testing.B) (skillpb.SkillClient, func()) {
 // alike, and reports each path's median and the ratios to bare. The bare
 // client has the loader's connection defaults (sdk.Codec, message limits),
 // so registry/bare is the registry's and loader's own cost. The
-// bare-deadline path is bare with the per-call timeout context the
-// registry adds (gRPC sends it to the skill, whose side sets a timer too),
-// which shows what the deadline alone costs.
+// bare-deadline path is bare with a per-call timeout context that gRPC
+// sends to the skill (whose side then sets a timer too), bare-timer is bare
+// with a host-side timer, and the loader paths call the serving instance
+// straight, without and then with the registry's timeout context, which
+// splits registry/bare into the loader's, the timeout's and the registry's
+// own shares (loader/bare, timeout/loader, registry/loader-timeout).
 func BenchmarkThroughput64(b *testing.B) { throughput64(b, "echo", benchArgs) }
 
 // BenchmarkThroughput64Blob is BenchmarkThroughput64 with a 64 KiB result
@@ -192,10 +206,11 @@ func BenchmarkThroughput64(b *testing.B) { throughput64(b, "echo", benchArgs) }
 func BenchmarkThroughput64Blob(b *testing.B) { throughput64(b, "big", benchBlobArgs) }
 
 func throughput64(b *testing.B, tool string, args []byte) {
-	reg, stopReg := benchRegistry(b)
+	reg, l, stopReg := benchRegistry(b)
 	defer stopReg()
 	rpc, stopBare := bareClient(b)
 	defer stopBare()
+	inst := activeInstance(l, "svc")
 	req := &skillpb.InvokeRequest{Tool: tool, Arguments: args}
 	paths := []struct {
 		name string
@@ -214,6 +229,15 @@ func throughput64(b *testing.B, tool string, args []byte) {
 			defer t.Stop()
 			defer cancel()
 			_, err := rpc.Invoke(ctx, req)
+			return err
+		}},
+		// The loader's side alone, without and with the registry's timeout
+		// context: registry/loader-timeout is then the registry's own share.
+		{"loader", func() error { _, err := inst.Invoke(context.Background(), tool, args, 64<<20); return err }},
+		{"loader-timeout", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := inst.Invoke(ctx, tool, args, 64<<20)
 			return err
 		}},
 	}
@@ -256,4 +280,7 @@ func throughput64(b *testing.B, tool string, args []byte) {
 	b.ReportMetric(med[0]/med[1], "registry/bare")
 	b.ReportMetric(med[2]/med[1], "deadline/bare")
 	b.ReportMetric(med[3]/med[1], "timer/bare")
+	b.ReportMetric(med[4]/med[1], "loader/bare")
+	b.ReportMetric(med[5]/med[4], "timeout/loader")
+	b.ReportMetric(med[0]/med[5], "registry/loader-timeout")
 }
