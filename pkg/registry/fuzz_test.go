@@ -123,3 +123,34 @@ func FuzzValidateArguments(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidJSON holds validJSON to encoding/json.Valid: the result check
+// must refuse exactly what the reference refuses, or a skill's good
+// results would fail as invalid_response (or bad ones would reach
+// clients). Inputs over smallJSON exercise segmentio's validator; the
+// seeds also push the byte-by-byte path through every escape and
+// number form.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` {"a" : [ true , false , null ] } `, `{"msg":"hello, skillhost","n":42,"tags":["bench","echo"]}`,
+		`"\u00e9\n\t\"\\\/\b\f\r"`, `"\u00zz"`, `"\x"`, "\"a\tb\"", "\"\xff\xfe\"", `"\ud800"`, `[1,]`, `{"a":1,}`,
+		`01`, `-0`, `-`, `1.`, `1.5e+10`, `1E-2`, `.5`, `tru`, `nul`, `[[[[[[[[]]]]]]]]`, `{"a":{"b":{"c":[{}]}}}`,
+		`"unterminated`, `"esc at end\`, `{"a" 1}`, `[1 2]`, `{"a":1}{}`, "", " ", "\u00a0{}",
+		`[` + strings.Repeat(`"x",`, 200) + `"x"]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, encoding/json.Valid says %v", s, got, want)
+		}
+		// validBytes with a schema that accepts any object never accepts
+		// what is not JSON.
+		if anyObject.validBytes(b) && !json.Valid(b) {
+			t.Fatalf("validBytes accepts %q, which is not JSON", s)
+		}
+	})
+}
+
+var anyObject = compileFast(json.RawMessage(`{"type":"object"}`))
