@@ -46,6 +46,8 @@ type Config struct {
 	SearchIters int
 	SearchCount int
 	ProfileTime time.Duration
+	Pairs       int           // paired (b)/(c) windows at 64 callers, per tool
+	PairWindow  time.Duration // each window of a pair
 }
 
 // Defaults returns the quick (CI) or full configuration.
@@ -54,11 +56,13 @@ func Defaults(quick bool) Config {
 		Quick: quick, Rounds: 6, Serial: 1500, SerialMax: 1500 * time.Millisecond, Window: time.Second, Warm: 150 * time.Millisecond,
 		Concurrency: []int{1, 16, 64}, Swaps: 30, SwapCallers: 8, Skills: 50, ScaleRuns: 5, ScaleAlso: []int{4, 16},
 		SearchIters: 3000, SearchCount: 3, ProfileTime: 4 * time.Second,
+		Pairs: 24, PairWindow: 300 * time.Millisecond,
 	}
 	if quick {
 		c.Rounds, c.Serial, c.SerialMax, c.Window, c.Warm = 2, 300, 400*time.Millisecond, 250*time.Millisecond, 80*time.Millisecond
 		c.Swaps, c.ScaleRuns, c.ScaleAlso = 20, 1, nil
 		c.SearchIters, c.SearchCount, c.ProfileTime = 1000, 1, 1500*time.Millisecond
+		c.Pairs, c.PairWindow = 6, 200*time.Millisecond
 	}
 	return c
 }
@@ -95,6 +99,7 @@ type Results struct {
 	Scale    []scaleResult                    `json:"scale"`
 	Registry registryResult                   `json:"registry"`
 	Profiles []profileResult                  `json:"profiles"`
+	Paired   map[string]pairedResult          `json:"paired"` // tool -> (b)/(c) in paired windows
 	Targets  []Target                         `json:"targets"`
 }
 
@@ -199,6 +204,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 
 	measureCalls(ctx, cfg, res, paths, logf)
+	res.Paired = map[string]pairedResult{}
+	for _, t := range res.Tools {
+		logf("paired windows: %s, (b) against (c), %d callers, %d pairs", t, pairedCallers, cfg.Pairs)
+		res.Paired[t] = pairedThroughput(ctx, pb, pc, t, cfg.Pairs, cfg.PairWindow, cfg.Warm)
+	}
 
 	// CPU profiles of the invoke path (b), and of the API handler (pkg/api)
 	// served in this process over loopback.

@@ -108,3 +108,51 @@ func medianDur(v []time.Duration) time.Duration {
 	}
 	return time.Duration(median(f))
 }
+
+// pairedCallers is the concurrency of the paired comparison: the issue's
+// throughput target is at 64 callers.
+const pairedCallers = 64
+
+// pairedResult is (b)'s throughput over (c)'s in windows measured back to
+// back, one ratio per pair.
+type pairedResult struct {
+	Pairs  int       `json:"pairs"`
+	Window string    `json:"window"`
+	Median float64   `json:"median"`
+	Low    float64   `json:"low"` // the 25th and 75th percentiles of the ratios
+	High   float64   `json:"high"`
+	Ratios []float64 `json:"ratios"`
+}
+
+// pairedThroughput measures b and c in short windows back to back, the
+// order alternating from pair to pair, and takes the median of the pairs'
+// ratios. On a shared machine whose speed drifts over seconds, a ratio of
+// two windows a few hundred milliseconds apart is steadier than the ratio
+// of two medians taken over rounds that last half a minute (four full runs
+// of the same code gave echo (b)/(c) at 64 callers from 0.78 to 1.29 that
+// way), as BenchmarkThroughput64 does it in pkg/loader.
+func pairedThroughput(ctx context.Context, b, c *path, tool string, pairs int, window, warm time.Duration) pairedResult {
+	res := pairedResult{Pairs: pairs, Window: window.String()}
+	for i := 0; i < pairs; i++ {
+		first, second := b, c
+		if i%2 == 1 {
+			first, second = c, b
+		}
+		r1, _, _ := throughput(ctx, first.call, tool, pairedCallers, window, warm)
+		r2, _, _ := throughput(ctx, second.call, tool, pairedCallers, window, warm)
+		rb, rc := r1, r2
+		if i%2 == 1 {
+			rb, rc = r2, r1
+		}
+		if rc > 0 {
+			res.Ratios = append(res.Ratios, rb/rc)
+		}
+	}
+	if len(res.Ratios) > 0 {
+		s := slices.Clone(res.Ratios)
+		slices.Sort(s)
+		res.Median = median(s)
+		res.Low, res.High = s[len(s)/4], s[(3*len(s))/4]
+	}
+	return res
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,7 +25,11 @@ func evaluate(r *Results) []Target {
 		lb := ratio(float64(b.P50), float64(c.P50))
 		add(fmt.Sprintf("%s: (b) p50 latency ≤ 1.10 × (c)", t), lb <= 1.10, "%.2f×", lb)
 		tb := ratio(b.Tput[64], c.Tput[64])
-		add(fmt.Sprintf("%s: (b) throughput at 64 callers ≥ 0.90 × (c)", t), tb >= 0.90, "%.2f×", tb)
+		add(fmt.Sprintf("%s: (b) throughput at 64 callers ≥ 0.90 × (c), medians of the rounds", t), tb >= 0.90, "%.2f×", tb)
+		if pr, ok := r.Paired[t]; ok && len(pr.Ratios) > 0 {
+			add(fmt.Sprintf("%s: (b) throughput at 64 callers ≥ 0.90 × (c), median of %d paired windows", t, len(pr.Ratios)),
+				pr.Median >= 0.90, "%.2f× (middle half %.2f–%.2f)", pr.Median, pr.Low, pr.High)
+		}
 		la := ratio(float64(a.P50), float64(c.P50))
 		add(fmt.Sprintf("%s: (a) p50 latency ≤ 1.5 × (c)", t), la <= 1.5, "%.2f×", la)
 		if f := r.Calls[t][pathBareHTTP]; f != nil {
@@ -163,6 +168,21 @@ func (r *Results) Markdown(w io.Writer) {
 			st := r.Calls[t][k]
 			tot := st.SelfUS[top] + st.PeerUS[top]
 			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.2f |\n", pathNames[k], st.SelfUS[top], st.PeerUS[top], tot, ratio(tot, baseCPU))
+		}
+		fmt.Fprintln(w)
+	}
+
+	if len(r.Paired) > 0 {
+		fmt.Fprintf(w, "#### (b) against (c) in paired windows (%d callers; each pair two windows back to back, the order alternating)\n\n", pairedCallers)
+		fmt.Fprintln(w, "| tool | pairs | window | (b)/(c) median | middle half | lowest | highest |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+		for _, t := range r.Tools {
+			pr, ok := r.Paired[t]
+			if !ok || len(pr.Ratios) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f–%.2f | %.2f | %.2f |\n", t, len(pr.Ratios), pr.Window, pr.Median, pr.Low, pr.High,
+				slices.Min(pr.Ratios), slices.Max(pr.Ratios))
 		}
 		fmt.Fprintln(w)
 	}
