@@ -523,7 +523,10 @@ func TestReloadInPlaceShowsBothInstances(t *testing.T) {
 	var st SkillStatus
 	if !testenv.WaitFor(5*time.Second, func() bool {
 		st = h.status("svc")
-		return len(st.Versions) > 0 && st.Versions[0].State == StateActive && st.Versions[0].PID != old
+		// The old instance's drain deadline is set just after it joins
+		// the draining set: wait for the whole picture.
+		return len(st.Versions) == 2 && st.Versions[0].State == StateActive && st.Versions[0].PID != old &&
+			st.Versions[1].DrainDeadline != nil
 	}) {
 		t.Fatalf("reload in place not picked up: %+v", st)
 	}
