@@ -82,10 +82,10 @@ type launchConfig struct {
 	maxDescribe   int
 	onExit        func(*instance)
 	textBusyTries int
-	extraEnv      []string
-	user          *SkillUser // nil: the host's user
-	reaper        *reaper    // nil: none; told of every process group started and stopped
-	sweeper       *sweeper   // nil: none; told of every skill process started and gone
+	mtls          *clientCert // the host's side of the mutual TLS with every skill
+	user          *SkillUser  // nil: the host's user
+	reaper        *reaper     // nil: none; told of every process group started and stopped
+	sweeper       *sweeper    // nil: none; told of every skill process started and gone
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -142,7 +142,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	m := inst.ver.Manifest
 	cmd := exec.Command(exe)
 	cmd.Dir = inst.ver.Dir
-	cmd.Env = append(envList(m.Env), cfg.extraEnv...)
+	cmd.Env = append(envList(m.Env), cfg.mtls.env)
 	setProcAttr(cmd, cfg.user)
 	stderrTail := &tailWriter{max: 2048}
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -150,11 +150,13 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		Plugins:          sdk.PluginSet(nil),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		StartTimeout:     cfg.startTimeout,
-		Logger:           inst.log,
-		Stderr:           stderrTail, // the raw stderr, to say why a start failed
+		// AutoMTLS's protocol with the host-wide client certificate in
+		// place of a new P-521 one per process: see clientCert.
+		TLSConfig:    cfg.mtls.tlsConfig(),
+		SkipHostEnv:  true,
+		StartTimeout: cfg.startTimeout,
+		Logger:       inst.log,
+		Stderr:       stderrTail, // the raw stderr, to say why a start failed
 		// What a handler prints reaches the host's log (go-plugin carries
 		// the skill's stdout and stderr after the handshake).
 		SyncStdout: inst.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),

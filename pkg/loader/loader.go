@@ -101,6 +101,7 @@ type Loader struct {
 	log       hclog.Logger
 	ownRunDir bool
 	hashes    *manifest.HashCache
+	mtls      *clientCert // made once: see clientCert
 	launchSem chan struct{}
 	bins      *binCache
 
@@ -205,8 +206,12 @@ func New(cfg Config) (*Loader, error) {
 		}
 		gid = int(u.GID)
 	}
+	mtls, err := newClientCert()
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
 	l := &Loader{
-		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: manifest.NewHashCache(),
+		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: manifest.NewHashCache(), mtls: mtls,
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
 		rewatch: make(chan struct{}, 1),
 	}
@@ -381,7 +386,7 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 	return launch(ctx, launchConfig{
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
-		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper,
+		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper, mtls: l.mtls,
 	}, ver)
 }
 

@@ -1,0 +1,94 @@
+package loader
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// activeInstance returns the instance serving skill.
+func (h *harness) activeInstance(skill string) *instance {
+	h.t.Helper()
+	h.l.supMu.Lock()
+	s := h.l.sups[skill]
+	h.l.supMu.Unlock()
+	if s == nil {
+		h.t.Fatalf("no supervisor for %s", skill)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil {
+		h.t.Fatalf("%s has no active instance", skill)
+	}
+	return s.active
+}
+
+// TestOneClientCertificateTrustedByEverySkill checks the host-wide client
+// certificate that replaces AutoMTLS's per-process one: every skill is
+// handed the same certificate, serves the host that holds its key, and
+// refuses a client that presents any other key, as with AutoMTLS.
+func TestOneClientCertificateTrustedByEverySkill(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("alpha", "1.0.0", nil)
+	h.install("beta", "1.0.0", nil)
+	h.start()
+	stranger, err := newClientCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, skill := range []string{"alpha", "beta"} {
+		if _, err := h.echo(skill + ".echo"); err != nil {
+			t.Fatalf("%s through the host: %v", skill, err)
+		}
+		inst := h.activeInstance(skill)
+		if runtime.GOOS == "linux" {
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", inst.pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var certs []string
+			for _, kv := range strings.Split(string(environ), "\x00") {
+				if strings.HasPrefix(kv, clientCertEnv+"=") {
+					certs = append(certs, kv)
+				}
+			}
+			if len(certs) != 1 || certs[0] != h.l.mtls.env {
+				t.Errorf("%s: got %d %s variables, want exactly the host's certificate", skill, len(certs), clientCertEnv)
+			}
+		}
+		addr := inst.client.ReattachConfig().Addr
+		// The stranger skips verifying the skill (it has no way to know
+		// its certificate); the skill must still refuse the stranger.
+		if err := tlsRead(addr.Network(), addr.String(), stranger); err == nil {
+			t.Errorf("%s accepted a TLS client with a key the host never made", skill)
+		} else {
+			t.Logf("%s refused the stranger: %v", skill, err)
+		}
+		// The control: the same dial with the host's key is served (the
+		// server's HTTP/2 settings frame arrives).
+		if err := tlsRead(addr.Network(), addr.String(), h.l.mtls); err != nil {
+			t.Errorf("%s refused a client with the host's key: %v", skill, err)
+		}
+	}
+}
+
+// tlsRead dials addr with c's certificate and reads the first bytes the
+// server sends. With TLS 1.3 a refused client certificate shows on that
+// read, not in the client's handshake.
+func tlsRead(network, addr string, c *clientCert) error {
+	cfg := c.tlsConfig()
+	cfg.InsecureSkipVerify = true
+	cfg.NextProtos = []string{"h2"} // gRPC servers refuse a TLS client without it
+	conn, err := tls.Dial(network, addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = conn.Read(make([]byte, 64))
+	return err
+}
