@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -186,7 +187,8 @@ func serve(f serveFlags, log hclog.Logger) error {
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
 		Watch: f.watch, Debounce: f.debounce, Resync: f.resync, MaxParallelStarts: f.maxStarts,
-		State: state, OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(), Subreaper: true,
+		State: state, DigestCache: filepath.Join(f.stateDir, loader.DigestCacheFileName),
+		OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(), Subreaper: true,
 		OnEvent: func(e loader.Event) {
 			m.ObserveEvent(e)
 			bus.Publish(events.Event{Type: e.Type, Skill: e.Skill, Version: e.Version, State: string(e.State), From: string(e.From),

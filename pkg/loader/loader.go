@@ -85,6 +85,11 @@ type Config struct {
 
 	// State persists operator decisions (disable, pin). May be nil.
 	State *StateStore
+	// DigestCache is a file that keeps the entrypoints' digests across
+	// restarts (see manifest.HashCache), so a host restarting over an
+	// unchanged tree reads each binary once, when it copies it to run,
+	// instead of twice. Empty: digests are kept in memory only.
+	DigestCache string
 
 	// OnEvent receives every lifecycle event. It must not block.
 	OnEvent func(Event)
@@ -102,8 +107,11 @@ type Loader struct {
 	ownRunDir bool
 	hashes    *manifest.HashCache
 	mtls      *clientCert // made once: see clientCert
-	launchSem chan struct{}
-	bins      *binCache
+	// digestSaveFailing is set while saving DigestCache fails, so the
+	// warning is logged once; guarded by scanMu.
+	digestSaveFailing bool
+	launchSem         chan struct{}
+	bins              *binCache
 
 	ctx        context.Context // canceled by Close: supervisors and the watcher stop
 	cancel     context.CancelFunc
@@ -210,8 +218,15 @@ func New(cfg Config) (*Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
+	hashes := manifest.NewHashCache()
+	if cfg.DigestCache != "" {
+		var warning string
+		if hashes, warning = manifest.OpenHashCache(cfg.DigestCache); warning != "" {
+			cfg.Logger.Warn(warning)
+		}
+	}
 	l := &Loader{
-		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: manifest.NewHashCache(), mtls: mtls,
+		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: hashes, mtls: mtls,
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
 		rewatch: make(chan struct{}, 1),
 	}
@@ -371,7 +386,22 @@ func (l *Loader) scanAndDispatch() ([]<-chan struct{}, error) {
 		d.disabled, d.pin = l.cfg.State.Get(s.name)
 		dones = append(dones, s.update(d))
 	}
+	l.saveDigests()
 	return dones, nil
+}
+
+// saveDigests writes the digest cache after a scan (while the scan's
+// launches run). A failure is logged once until a save succeeds again: it
+// only costs the next start a re-read of the binaries.
+func (l *Loader) saveDigests() {
+	if l.cfg.DigestCache == "" {
+		return
+	}
+	err := l.hashes.Save(l.cfg.DigestCache)
+	if err != nil && !l.digestSaveFailing {
+		l.log.Warn("cannot save the digest cache; the next start hashes every entrypoint again", "file", l.cfg.DigestCache, "error", err)
+	}
+	l.digestSaveFailing = err != nil
 }
 
 // launchVersion launches one version, bounded by MaxParallelStarts.

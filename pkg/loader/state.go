@@ -36,6 +36,10 @@ type stateFile struct {
 // StateFileName is the file in the state folder.
 const StateFileName = "state.json"
 
+// DigestCacheFileName is where host serve keeps Config.DigestCache, beside
+// StateFileName in the state folder.
+const DigestCacheFileName = "digests.json"
+
 // NewStateStore returns an empty, in-memory store.
 func NewStateStore() *StateStore { return &StateStore{skills: map[string]skillState{}} }
 

@@ -264,6 +264,7 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 	if err != nil {
 		s.lastErr[ver.Version] = err.Error()
 		if errors.Is(err, errIncomplete) {
+			s.l.hashes.Forget(ver.EntrypointPath) // the scan's digest, maybe cached, was not the file's
 			s.incomplete[ver.Fingerprint] = err.Error()
 		} else {
 			s.failed[ver.Fingerprint] = err.Error()

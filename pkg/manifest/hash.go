@@ -3,9 +3,13 @@ package manifest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"sync"
 )
 
@@ -21,9 +25,20 @@ var errChangedWhileHashing = errors.New("file changed while it was being hashed"
 // change anywhere in the tree, only re-reads binaries that changed. The key is (path, size,
 // mtime, device, inode, and on Linux ctime): a replaced or rewritten file misses the cache.
 // The zero value is not usable; use NewHashCache. Safe for concurrent use.
+//
+// A cache can also be saved to a file and opened from it (OpenHashCache, Save), so a host
+// that restarts over an unchanged tree does not read every binary again before it can start
+// them. What a cached digest decides is only the scan's verdict (valid or incomplete) and the
+// version's fingerprint: the loader hashes the private copy it runs in every case, so a wrong
+// entry, whatever its cause, can make a launch fail as incomplete but never run a binary that
+// does not match its manifest.
 type HashCache struct {
-	mu      sync.Mutex // guards entries
-	entries map[hashKey]string
+	mu      sync.Mutex // guards entries, epoch and dirty
+	entries map[hashKey]hashEntry
+	// epoch counts Saves; an entry used since the last Save has used == epoch, and only those
+	// are saved, so the file holds what the last scan looked at and nothing that went away.
+	epoch uint64
+	dirty bool // an entry was added, or one from the file went unused, since the last Save
 }
 
 type hashKey struct {
@@ -34,9 +49,115 @@ type hashKey struct {
 	ctimeNS  int64
 }
 
+type hashEntry struct {
+	sum  string
+	used uint64 // the epoch of its last use
+}
+
 // NewHashCache returns an empty cache.
 func NewHashCache() *HashCache {
-	return &HashCache{entries: make(map[hashKey]string)}
+	return &HashCache{entries: make(map[hashKey]hashEntry)}
+}
+
+// hashRecord is one entry as saved.
+type hashRecord struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	CtimeNS int64  `json:"ctime_ns"`
+	SHA256  string `json:"sha256"`
+}
+
+type hashFile struct {
+	Version int          `json:"version"`
+	Entries []hashRecord `json:"entries"`
+}
+
+var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// OpenHashCache returns a cache holding the digests saved in file by Save. A missing file
+// gives an empty cache. A file that cannot be read or parsed also gives an empty cache, with
+// a warning that says why: it is a cache, so losing it costs one re-read of every binary and
+// nothing else; the next Save replaces it.
+func OpenHashCache(file string) (c *HashCache, warning string) {
+	c = NewHashCache()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, ""
+	}
+	if err != nil {
+		return c, fmt.Sprintf("digest cache %s cannot be read (%v); every entrypoint is hashed again", file, err)
+	}
+	var hf hashFile
+	if err := json.Unmarshal(b, &hf); err != nil || hf.Version != 1 {
+		if err == nil {
+			err = fmt.Errorf("version %d, want 1", hf.Version)
+		}
+		return c, fmt.Sprintf("digest cache %s is unusable (%v); every entrypoint is hashed again", file, err)
+	}
+	for _, r := range hf.Entries {
+		if r.Path == "" || !hexSHA256.MatchString(r.SHA256) || !persistable(r.Dev, r.Ino, r.CtimeNS) {
+			continue
+		}
+		k := hashKey{path: r.Path, size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino, ctimeNS: r.CtimeNS}
+		c.entries[k] = hashEntry{sum: r.SHA256}
+	}
+	c.dirty = len(c.entries) != len(hf.Entries)
+	return c, ""
+}
+
+// persistable says whether a key identifies a file well enough to trust across a restart:
+// only where the platform gives an inode and a ctime, which no user can set, so a file
+// rewritten with its size and mtime restored still misses.
+func persistable(dev, ino uint64, ctimeNS int64) bool { return ino != 0 && ctimeNS != 0 }
+
+// Save writes the entries used since the previous Save (by a full scan: every entrypoint
+// of the tree) to file, replacing it by rename, and does nothing when they are what the file
+// already holds. There is no fsync: a file lost or torn by a crash is only a cold cache.
+func (c *HashCache) Save(file string) error {
+	c.mu.Lock()
+	var hf hashFile
+	hf.Version = 1
+	dirty := c.dirty
+	for k, e := range c.entries {
+		if e.used != c.epoch {
+			delete(c.entries, k) // its file changed or went away: the key will not come back
+			dirty = true
+			continue
+		}
+		if persistable(k.dev, k.ino, k.ctimeNS) {
+			hf.Entries = append(hf.Entries, hashRecord{Path: k.path, Size: k.size, MtimeNS: k.mtimeNS,
+				Dev: k.dev, Ino: k.ino, CtimeNS: k.ctimeNS, SHA256: e.sum})
+		}
+	}
+	c.epoch++
+	c.dirty = false
+	c.mu.Unlock()
+	if !dirty {
+		return nil
+	}
+	b, err := json.Marshal(hf)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save digest cache: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("save digest cache: %w", err)
+	}
+	return nil
 }
 
 func keyOf(path string, fi os.FileInfo) hashKey {
@@ -50,8 +171,12 @@ func (c *HashCache) get(k hashKey) (string, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sum, ok := c.entries[k]
-	return sum, ok
+	e, ok := c.entries[k]
+	if ok && e.used != c.epoch {
+		e.used = c.epoch
+		c.entries[k] = e
+	}
+	return e.sum, ok
 }
 
 func (c *HashCache) put(k hashKey, sum string) {
@@ -63,7 +188,25 @@ func (c *HashCache) put(k hashKey, sum string) {
 	if len(c.entries) >= maxCachedHashes {
 		clear(c.entries)
 	}
-	c.entries[k] = sum
+	c.entries[k] = hashEntry{sum: sum, used: c.epoch}
+	c.dirty = true
+}
+
+// Forget drops what the cache holds for path, so the next Load hashes it again. The loader
+// calls it when the copy it runs does not match the manifest although the scan found the file
+// did: a cached digest was wrong, and keeping it would keep the version stuck.
+func (c *HashCache) Forget(path string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if k.path == path {
+			delete(c.entries, k)
+			c.dirty = true
+		}
+	}
 }
 
 // hashFile returns the hex sha256 of the file at path, from the cache when the file is

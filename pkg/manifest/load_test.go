@@ -307,7 +307,7 @@ func TestHashCache(t *testing.T) {
 	}
 	// Poison the cached value: an unchanged file must be served from the cache...
 	for k := range cache.entries {
-		cache.entries[k] = "cached"
+		cache.entries[k] = hashEntry{sum: "cached"}
 	}
 	if s, _ := cache.hashFile(run); s != "cached" {
 		t.Fatalf("unchanged file re-hashed: %s", s)
