@@ -43,24 +43,27 @@ type Config struct {
 	Skills      int   // for the scale test
 	ScaleRuns   int   // runs at the daemon's default --max-parallel-starts
 	ScaleAlso   []int // other --max-parallel-starts values, one run each
-	SearchIters int
-	SearchCount int
-	ProfileTime time.Duration
-	Pairs       int           // paired (b)/(c) windows at 64 callers, per tool
-	PairWindow  time.Duration // each window of a pair
+	// ScaleDistinct adds a first start and a restart over a tree of
+	// distinct binaries (another ~1 GB written; full mode only).
+	ScaleDistinct bool
+	SearchIters   int
+	SearchCount   int
+	ProfileTime   time.Duration
+	Pairs         int           // paired (b)/(c) windows at 64 callers, per tool
+	PairWindow    time.Duration // each window of a pair
 }
 
 // Defaults returns the quick (CI) or full configuration.
 func Defaults(quick bool) Config {
 	c := Config{
 		Quick: quick, Rounds: 6, Serial: 1500, SerialMax: 1500 * time.Millisecond, Window: time.Second, Warm: 150 * time.Millisecond,
-		Concurrency: []int{1, 16, 64}, Swaps: 30, SwapCallers: 8, Skills: 50, ScaleRuns: 5, ScaleAlso: []int{4, 16},
+		Concurrency: []int{1, 16, 64}, Swaps: 30, SwapCallers: 8, Skills: 50, ScaleRuns: 5, ScaleAlso: []int{4, 16}, ScaleDistinct: true,
 		SearchIters: 3000, SearchCount: 3, ProfileTime: 4 * time.Second,
 		Pairs: 24, PairWindow: 300 * time.Millisecond,
 	}
 	if quick {
 		c.Rounds, c.Serial, c.SerialMax, c.Window, c.Warm = 2, 300, 400*time.Millisecond, 250*time.Millisecond, 80*time.Millisecond
-		c.Swaps, c.ScaleRuns, c.ScaleAlso = 20, 1, nil
+		c.Swaps, c.ScaleRuns, c.ScaleAlso, c.ScaleDistinct = 20, 1, nil, false
 		c.SearchIters, c.SearchCount, c.ProfileTime = 1000, 1, 1500*time.Millisecond
 		c.Pairs, c.PairWindow = 6, 200*time.Millisecond
 	}
@@ -251,24 +254,59 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 
 	scaleRoot := filepath.Join(work, "scale", "skills")
 	logf("scale: installing %d skills", cfg.Skills)
-	if err := makeScaleTree(bin, scaleRoot, cfg.Skills); err != nil {
+	if err := makeScaleTree(bin, scaleRoot, cfg.Skills, false); err != nil {
 		return nil, err
 	}
 	// Write the ~1 GB just installed back to disk now, so that the first
 	// start does not compete with the kernel's writeback.
 	syscall.Sync()
-	runs := []int{}
-	for i := 0; i < cfg.ScaleRuns; i++ {
-		runs = append(runs, 0)
+	// Each run at the default parallelism is a first start (a new state
+	// folder: no digests cached) followed by a restart over its state
+	// folder, as after a host upgrade.
+	type scaleCase struct {
+		mp      int
+		restart bool
 	}
-	runs = append(runs, cfg.ScaleAlso...)
-	for i, mp := range runs {
-		logf("scale: start %d/%d (max-parallel-starts %s)", i+1, len(runs), parallelName(mp))
-		r, err := scaleRun(ctx, cfg.HostBin, scaleRoot, scaleDir(filepath.Join(work, "scale"), i), cfg.Skills, mp)
+	var runs []scaleCase
+	for i := 0; i < cfg.ScaleRuns; i++ {
+		runs = append(runs, scaleCase{0, false}, scaleCase{0, true})
+	}
+	for _, mp := range cfg.ScaleAlso {
+		runs = append(runs, scaleCase{mp, false})
+	}
+	dir := ""
+	for i, rc := range runs {
+		if !rc.restart {
+			dir = scaleDir(filepath.Join(work, "scale"), i)
+		}
+		logf("scale: start %d/%d (max-parallel-starts %s%s)", i+1, len(runs), parallelName(rc.mp), restartName(rc.restart))
+		r, err := scaleRun(ctx, cfg.HostBin, scaleRoot, dir, cfg.Skills, rc.mp)
 		if err != nil {
 			return nil, err
 		}
+		r.Tree, r.Restart = scaleOneBinary, rc.restart
 		res.Scale = append(res.Scale, r)
+	}
+	if cfg.ScaleDistinct {
+		// A tree of 50 distinct binaries, as a real one is: every binary is
+		// hashed and copied on its own.
+		distinctRoot := filepath.Join(work, "scale-distinct", "skills")
+		logf("scale: installing %d skills of distinct binaries", cfg.Skills)
+		if err := makeScaleTree(bin, distinctRoot, cfg.Skills, true); err != nil {
+			return nil, err
+		}
+		syscall.Sync()
+		dir := scaleDir(filepath.Join(work, "scale-distinct"), 0)
+		for _, restart := range []bool{false, true} {
+			logf("scale: distinct binaries, start%s", restartName(restart))
+			r, err := scaleRun(ctx, cfg.HostBin, distinctRoot, dir, cfg.Skills, 0)
+			if err != nil {
+				return nil, err
+			}
+			r.Tree, r.Restart = scaleDistinct, restart
+			res.Scale = append(res.Scale, r)
+		}
+		os.RemoveAll(filepath.Join(work, "scale-distinct"))
 	}
 
 	logf("scale: profiling an in-process loader start over the %d skills", cfg.Skills)
@@ -295,6 +333,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+func restartName(restart bool) string {
+	if restart {
+		return ", restart"
+	}
+	return ""
 }
 
 func parallelName(mp int) string {

@@ -78,6 +78,29 @@ func (b *skillBinary) install(root, skill, version string) error {
 	return nil
 }
 
+// variant writes into dir a copy of the binary with n's bytes appended
+// after the ELF image (the kernel and the Go runtime ignore them), so it has
+// its own content and checksum: a tree of variants is one of distinct
+// binaries, as a real tree is, and nothing is shared between their copies.
+func (b *skillBinary) variant(dir string, n int) (*skillBinary, error) {
+	dst := filepath.Join(dir, fmt.Sprintf("benchskill-%d", n))
+	if err := copyFile(b.path, dst); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	_, err = fmt.Fprintf(f, "skillbench variant %d\n", n)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newSkillBinary(dst)
+}
+
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {

@@ -47,17 +47,26 @@ func evaluate(r *Results) []Target {
 				"worst %.2f× of (d), at %s", worst, at)
 		}
 	}
-	var ready, rss []float64
+	var ready, restarted, rss []float64
 	for _, s := range r.Scale {
-		if s.MaxParallel == 0 {
-			ready = append(ready, float64(s.Ready))
-			rss = append(rss, float64(s.Mem.HostRSS))
+		if s.MaxParallel != 0 || s.Tree != scaleOneBinary {
+			continue
 		}
+		if s.Restart {
+			restarted = append(restarted, float64(s.Ready))
+		} else {
+			ready = append(ready, float64(s.Ready))
+		}
+		rss = append(rss, float64(s.Mem.HostRSS))
 	}
 	if len(ready) > 0 {
 		rd := time.Duration(median(ready))
-		add(fmt.Sprintf("%d skills ready ≤ 2 s (default --max-parallel-starts %d)", r.Config.Skills, defaultMaxParallelStarts),
+		add(fmt.Sprintf("%d skills ready ≤ 2 s (first start, default --max-parallel-starts %d)", r.Config.Skills, defaultMaxParallelStarts),
 			rd <= 2*time.Second, "%s", rd.Round(time.Millisecond))
+		if len(restarted) > 0 {
+			rd := time.Duration(median(restarted))
+			add(fmt.Sprintf("%d skills ready ≤ 2 s (restart, digests cached)", r.Config.Skills), rd <= 2*time.Second, "%s", rd.Round(time.Millisecond))
+		}
 		m := median(rss)
 		add(fmt.Sprintf("host RSS ≤ 60 MiB with %d skills", r.Config.Skills), m <= 60<<20, "%.1f MiB", m/(1<<20))
 	}
@@ -197,14 +206,18 @@ func (r *Results) Markdown(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "#### Scale: `host serve` over %d skills (one process each)\n\n", c.Skills)
-	fmt.Fprintln(w, "| --max-parallel-starts | ready (exec → all started) | loader's own figure | host CPU / skills CPU until ready | active | tools | host RSS | skills RSS (sum) | per skill | host PSS | skills PSS (sum) |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| tree | start | --max-parallel-starts | ready (exec → all started) | loader's own figure | host CPU / skills CPU until ready | active | tools | host RSS | skills RSS (sum) | per skill | host PSS | skills PSS (sum) |")
+	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, sc := range r.Scale {
 		per := int64(0)
 		if sc.Mem.Skills > 0 {
 			per = sc.Mem.SkillsRSS / int64(sc.Mem.Skills)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %d | %d | %s | %s | %s | %s | %s |\n", parallelName(sc.MaxParallel),
+		start := "first"
+		if sc.Restart {
+			start = "restart"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s / %s | %d | %d | %s | %s | %s | %s | %s |\n", sc.Tree, start, parallelName(sc.MaxParallel),
 			fmtDur(sc.Ready), fmtDur(sc.LoadTook), fmtDur(sc.HostCPU), fmtDur(sc.SkillsCPU), sc.Active, sc.Tools, mib(sc.Mem.HostRSS), mib(sc.Mem.SkillsRSS), mib(per),
 			mib(sc.Mem.HostPSS), mib(sc.Mem.SkillsPSS))
 	}

@@ -16,6 +16,8 @@ import (
 
 // scaleResult is one start of the daemon over a tree of many skills.
 type scaleResult struct {
+	Tree        string        `json:"tree"`    // scaleOneBinary or scaleDistinct
+	Restart     bool          `json:"restart"` // started again over the state folder of the run before
 	Skills      int           `json:"skills"`
 	MaxParallel int           `json:"max_parallel_starts"` // 0: the daemon's default
 	Ready       time.Duration `json:"ready_ns"`            // exec to every skill started (addr file written)
@@ -31,17 +33,39 @@ type scaleResult struct {
 // (cmd/host/serve.go), stated here so the report can say what it measured.
 const defaultMaxParallelStarts = 8
 
-// makeScaleTree installs n skills s00..s<n-1>, one version each.
-func makeScaleTree(bin *skillBinary, root string, n int) error {
+// makeScaleTree installs n skills s00..s<n-1>, one version each: all of
+// the one binary, or with distinct, each of its own variant of it.
+func makeScaleTree(bin *skillBinary, root string, n int, distinct bool) error {
+	tmp := filepath.Join(filepath.Dir(root), "variants")
+	defer os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
 	for i := 0; i < n; i++ {
-		if err := bin.install(root, scaleSkill(i), "1.0.0"); err != nil {
+		b := bin
+		if distinct {
+			var err error
+			if b, err = bin.variant(tmp, i); err != nil {
+				return err
+			}
+		}
+		if err := b.install(root, scaleSkill(i), "1.0.0"); err != nil {
 			return err
+		}
+		if distinct {
+			os.Remove(b.path)
 		}
 	}
 	return nil
 }
 
 func scaleSkill(i int) string { return fmt.Sprintf("s%02d", i) }
+
+// The two scale trees.
+const (
+	scaleOneBinary = "one binary"        // every skill the same file content: one copy runs them all
+	scaleDistinct  = "distinct binaries" // each skill its own content, as in a real tree
+)
 
 // scaleRun starts the daemon over root, times it until every skill has
 // started, checks that all are active, calls each skill once, then reads
