@@ -104,8 +104,12 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.2f µs", us)
 	case us < 1000:
 		return fmt.Sprintf("%.0f µs", us)
-	case us < 1e6:
+	case us < 1e4:
 		return fmt.Sprintf("%.2f ms", us/1e3)
+	case us < 1e5:
+		return fmt.Sprintf("%.1f ms", us/1e3)
+	case us < 1e6:
+		return fmt.Sprintf("%.0f ms", us/1e3)
 	}
 	return fmt.Sprintf("%.2f s", us/1e6)
 }
