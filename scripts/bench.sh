@@ -9,7 +9,7 @@
 #
 #   scripts/bench.sh [--quick] [--out DIR]
 #
-# --quick is the CI run (under 2 minutes); the full run takes 6 to 8 minutes
+# --quick is the CI run (under 2 minutes); the full run takes 8 to 10 minutes
 # for stabler medians. Results (results.md, results.json, *.pprof, and
 # pprof -top listings) are kept in DIR (default: a new temp folder).
 #
