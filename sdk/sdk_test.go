@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,6 +105,45 @@ func TestDeadlineReachesHandler(t *testing.T) {
 	_, err := c.Call(ctx, "wait", map[string]any{})
 	if err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("wait = %v after %v", err, time.Since(start))
+	}
+}
+
+// TestCallsBeyondTheWorkerPool holds more calls open at once than the gRPC
+// server has stream workers (GRPCServerFactory): each call waits until all
+// have arrived, so the test only ends if calls beyond the pool are served
+// on goroutines of their own rather than queued behind the busy workers.
+func TestCallsBeyondTheWorkerPool(t *testing.T) {
+	const n = 200 // the pool has max(64, 4×GOMAXPROCS) workers
+	arrived := make(chan struct{}, n)
+	all := make(chan struct{})
+	var once sync.Once
+	s := sdk.New("gather", "1.0.0", "Waits for company.")
+	sdk.Tool(s, "gather", "Returns once every caller is in.", func(ctx context.Context, in struct{}) (addOut, error) {
+		arrived <- struct{}{}
+		if len(arrived) == n {
+			once.Do(func() { close(all) })
+		}
+		select {
+		case <-all:
+			return addOut{Sum: 1}, nil
+		case <-ctx.Done():
+			return addOut{}, ctx.Err()
+		}
+	})
+	c := skilltest.Start(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Call(ctx, "gather", map[string]any{})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("gather with %d calls in flight: %v", n, err)
+		}
 	}
 }
 
