@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+# What git sees before the tests, to check at the end that no test wrote
+# into the source tree (a daemon run without --state-dir, for example).
+tree_status() { git status --porcelain --untracked-files=all 2>/dev/null || true; }
+tree_before=$(tree_status)
+
 step "go vet (root and sdk modules)"
 go vet ./...
 (cd sdk && go vet ./...)
@@ -63,6 +68,14 @@ if command -v protoc >/dev/null; then
   step "generated protobuf code is current"
   bash scripts/gen-proto.sh >/dev/null
   git diff --exit-code -- sdk/proto || { echo "sdk/proto is stale: run scripts/gen-proto.sh and commit" >&2; exit 1; }
+fi
+
+step "the tests left the source tree as they found it"
+tree_after=$(tree_status)
+if [ "$tree_after" != "$tree_before" ]; then
+  echo "test.sh: the tests changed the source tree:" >&2
+  diff <(echo "$tree_before") <(echo "$tree_after") >&2 || true
+  exit 1
 fi
 
 step "all test steps passed"

@@ -296,7 +296,7 @@ func TestChatUsageAndUnreachable(t *testing.T) {
 func TestServeRefusesBadAgentsFile(t *testing.T) {
 	bad := writeFile(t, "agents.json", `{"profiles": {"a": {"mode": "admin", "delegates": ["ghost"]}}}`, 0o644)
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"serve", "--skills", t.TempDir(), "--listen", "127.0.0.1:0", "--agents", bad}, &stdout, &stderr)
+	code := run([]string{"serve", "--skills", t.TempDir(), "--listen", "127.0.0.1:0", "--state-dir", t.TempDir(), "--agents", bad}, &stdout, &stderr)
 	if code != exitFailure {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}

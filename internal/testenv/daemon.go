@@ -49,13 +49,15 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.d.logs.Write(p)
 }
 
-// StartDaemon runs `bin serve --listen 127.0.0.1:0 args...` and waits until
-// it listens. The daemon is stopped (SIGTERM, then SIGKILL) when the test
+// StartDaemon runs `bin serve --listen 127.0.0.1:0 --state-dir TEMP args...`
+// and waits until it listens. The daemon is stopped (SIGTERM, then SIGKILL) when the test
 // ends. Environment: the test's, plus env.
 func StartDaemon(t testing.TB, bin string, env []string, args ...string) *Daemon {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
-	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)
+	// A state folder of its own, so the default ./.state never lands in the
+	// package under test; a --state-dir in args comes later and wins.
+	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--state-dir", t.TempDir()}, args...)
 	d := &Daemon{waited: make(chan struct{})}
 	d.Cmd = exec.Command(bin, full...)
 	d.Cmd.Env = append(os.Environ(), env...)
