@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
 // binCache holds the verified private copies that skill processes run,
@@ -16,8 +18,9 @@ import (
 // so it is read, hashed and written once, and its pages are shared in
 // memory. A copy is removed when its last instance stops.
 type binCache struct {
-	dir string
-	gid int // the skill user's group, or -1
+	dir    string
+	gid    int                 // the skill user's group, or -1
+	hashes *manifest.HashCache // told the digest of each source copied unchanged
 
 	mu      sync.Mutex // guards entries
 	entries map[string]*binEntry
@@ -32,9 +35,12 @@ type binEntry struct {
 
 // newBinCache keeps copies under dir. With gid >= 0 (skills run as another
 // user) each copy and its folder belong to that group, readable and
-// executable by it alone.
-func newBinCache(dir string, gid int) *binCache {
-	return &binCache{dir: dir, gid: gid, entries: map[string]*binEntry{}}
+// executable by it alone. hashes, which may be nil, learns the digest of
+// every source that matched and did not change while it was copied, so the
+// scan after a start that deferred its hashing (manifest.Options.DeferHash)
+// does not read it again.
+func newBinCache(dir string, gid int, hashes *manifest.HashCache) *binCache {
+	return &binCache{dir: dir, gid: gid, hashes: hashes, entries: map[string]*binEntry{}}
 }
 
 // acquire returns the path of a verified copy of src, whose sha256 must be
@@ -89,7 +95,7 @@ func (c *binCache) copy(src, want string) (string, error) {
 		return "", fmt.Errorf("create run folder: %w", err)
 	}
 	dst := filepath.Join(dir, filepath.Base(src))
-	if err := copyVerified(src, dst, want); err != nil {
+	if err := copyVerified(src, dst, want, c.hashes); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
@@ -104,13 +110,18 @@ func (c *binCache) copy(src, want string) (string, error) {
 
 // copyVerified copies src to dst while hashing it and fails with
 // errIncomplete unless the copy's sha256 equals want. What runs is the copy,
-// so what was verified is what runs.
-func copyVerified(src, dst, want string) error {
+// so what was verified is what runs. A match is recorded in hashes for src
+// as it was while it was read.
+func copyVerified(src, dst, want string, hashes *manifest.HashCache) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("open entrypoint: %w", err)
 	}
 	defer in.Close()
+	before, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("open entrypoint: %w", err)
+	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o500)
 	if err != nil {
 		return fmt.Errorf("copy entrypoint: %w", err)
@@ -123,8 +134,12 @@ func copyVerified(src, dst, want string) error {
 	if err != nil {
 		return fmt.Errorf("copy entrypoint: %w", err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+	got := hex.EncodeToString(h.Sum(nil))
+	if got != want {
 		return fmt.Errorf("%w: manifest %s…, file %s…", errIncomplete, want[:min(12, len(want))], got[:12])
+	}
+	if after, err := in.Stat(); err == nil {
+		hashes.Record(src, before, after, got)
 	}
 	return nil
 }

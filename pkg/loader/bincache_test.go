@@ -11,7 +11,7 @@ import (
 )
 
 func TestBinCacheSharesOneVerifiedCopy(t *testing.T) {
-	c := newBinCache(filepath.Join(t.TempDir(), "bin"), -1)
+	c := newBinCache(filepath.Join(t.TempDir(), "bin"), -1, nil)
 	sum, _ := testenv.SHA256File(testSkillBin)
 	var wg sync.WaitGroup
 	paths := make([]string, 8)

@@ -25,7 +25,7 @@ import (
 
 // errIncomplete marks a launch abandoned because the entrypoint no longer
 // matches its manifest checksum: a copy is in progress, not a broken skill.
-var errIncomplete = errors.New("entrypoint checksum does not match the manifest (copy in progress?)")
+var errIncomplete = errors.New("sha256 mismatch: the entrypoint does not match its manifest (copy in progress?)")
 
 // drainBit is set in instance.lease once the instance is draining; the low
 // bits count calls in flight. One word makes Acquire and drain race-free

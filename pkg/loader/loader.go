@@ -253,7 +253,7 @@ func New(cfg Config) (*Loader, error) {
 			return nil, fmt.Errorf("loader: run folder: %w", err)
 		}
 	}
-	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid)
+	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid, hashes)
 	if len(cfg.Reaper) > 0 {
 		r, err := startReaper(cfg.Reaper)
 		if err != nil {
@@ -305,13 +305,29 @@ func (l *Loader) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := l.Rescan(ctx); err != nil {
+	// The first scan does not read the binaries it has no digest for: each
+	// one that is launched is hashed as it is copied to run, which is the
+	// check that counts, so a first start reads it once instead of twice.
+	deferred, err := l.rescan(ctx, true)
+	if err != nil {
 		if w != nil {
 			w.fs.Close()
 		}
 		return err
 	}
 	l.ready.Store(true)
+	if deferred {
+		// Then a full scan, in the background, judges what was left unread
+		// (versions that did not launch, paths sharing another's copy), so
+		// status and later rescans have every verdict and digest.
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			if err := l.Rescan(l.ctx); err != nil && l.ctx.Err() == nil {
+				l.log.Warn("the scan after start failed", "error", err)
+			}
+		}()
+	}
 	if w != nil {
 		l.wg.Add(1)
 		go func() {
@@ -325,9 +341,16 @@ func (l *Loader) Start(ctx context.Context) error {
 // Rescan reads the whole tree and waits until every skill has acted on it.
 // The watcher also looks again for folders to watch.
 func (l *Loader) Rescan(ctx context.Context) error {
-	dones, err := l.scanAndDispatch()
+	_, err := l.rescan(ctx, false)
+	return err
+}
+
+// rescan is Rescan, with deferHash passed to the scan
+// (manifest.Options.DeferHash); it reports whether any binary was left unread.
+func (l *Loader) rescan(ctx context.Context, deferHash bool) (deferred bool, err error) {
+	dones, deferred, err := l.scanAndDispatch(deferHash)
 	if err != nil {
-		return err
+		return false, err
 	}
 	select {
 	case l.rewatch <- struct{}{}:
@@ -337,30 +360,33 @@ func (l *Loader) Rescan(ctx context.Context) error {
 		select {
 		case <-d:
 		case <-ctx.Done():
-			return ctx.Err()
+			return deferred, ctx.Err()
 		}
 	}
-	return nil
+	return deferred, nil
 }
 
-// scanAndDispatch scans and hands each skill its desired state.
-func (l *Loader) scanAndDispatch() ([]<-chan struct{}, error) {
+// scanAndDispatch scans and hands each skill its desired state. It reports
+// whether the scan left any binary unread (deferHash).
+func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error) {
 	l.scanMu.Lock()
 	defer l.scanMu.Unlock()
 	if l.ctx.Err() != nil {
-		return nil, errors.New("loader: closed")
+		return nil, false, errors.New("loader: closed")
 	}
-	tree, err := manifest.Scan(l.cfg.Skills, manifest.Options{StrictModes: l.cfg.StrictModes, Hashes: l.hashes})
+	tree, err := manifest.Scan(l.cfg.Skills, manifest.Options{StrictModes: l.cfg.StrictModes, Hashes: l.hashes, DeferHash: deferHash})
 	if l.cfg.OnScan != nil {
 		l.cfg.OnScan(tree, err)
 	}
 	if err != nil {
 		l.log.Error("scan failed", "skills", l.cfg.Skills, "error", err)
-		return nil, fmt.Errorf("loader: scan %s: %w", l.cfg.Skills, err)
+		return nil, false, fmt.Errorf("loader: scan %s: %w", l.cfg.Skills, err)
 	}
+	deferred := false
 	bySkill := map[string][]manifest.Version{}
 	for _, v := range tree.Versions {
 		bySkill[v.Skill] = append(bySkill[v.Skill], v)
+		deferred = deferred || v.HashDeferred
 	}
 	l.supMu.Lock()
 	l.treeProblems = tree.Problems
@@ -387,7 +413,7 @@ func (l *Loader) scanAndDispatch() ([]<-chan struct{}, error) {
 		dones = append(dones, s.update(d))
 	}
 	l.saveDigests()
-	return dones, nil
+	return dones, deferred, nil
 }
 
 // saveDigests writes the digest cache after a scan (while the scan's

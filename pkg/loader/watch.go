@@ -115,7 +115,7 @@ func (w *watcher) run(ctx context.Context) {
 		debounce.Stop()
 		pending = time.Time{}
 		w.addTree()
-		if _, err := w.l.scanAndDispatch(); err != nil && ctx.Err() == nil {
+		if _, _, err := w.l.scanAndDispatch(false); err != nil && ctx.Err() == nil {
 			w.l.log.Warn("rescan failed", "reason", why, "error", err)
 		}
 	}

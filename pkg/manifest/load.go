@@ -41,6 +41,12 @@ type Options struct {
 	// Hashes caches entrypoint digests so a rescan only re-hashes files that changed. May be
 	// nil, in which case every Load hashes. Safe to share between concurrent scans.
 	Hashes *HashCache
+	// DeferHash leaves an entrypoint that Hashes has no digest for unread: the version is
+	// judged on everything else, with HashDeferred set, and its Fingerprint is the one it
+	// has when the file matches the manifest. It is for a caller that verifies the bytes it
+	// runs anyway (the loader hashes the private copy it executes), so that a first start
+	// reads each binary once instead of twice.
+	DeferHash bool
 }
 
 // Version is one version folder as found on disk, with the verdict on it.
@@ -60,6 +66,9 @@ type Version struct {
 	// Fingerprint is a digest over the manifest bytes and the entrypoint's actual sha256. The
 	// loader compares it with what serves: any change to either means "reload".
 	Fingerprint string
+	// HashDeferred says the entrypoint was not compared with $.sha256 (Options.DeferHash):
+	// Status is valid as far as everything else goes, and whoever runs the file must check it.
+	HashDeferred bool
 }
 
 // Load checks one version folder: it reads manifest.json (refusing one over
@@ -271,7 +280,17 @@ func (l *loader) checkEntrypoint(m *Manifest, shaUnusable bool) string {
 		l.strict("$.entrypoint", "entrypoint "+q, resolved)
 	}
 
-	sum, err := l.opts.Hashes.hashFile(resolved)
+	var sum string
+	if l.opts.DeferHash && !shaUnusable {
+		var known bool
+		if sum, known, err = l.opts.Hashes.cached(resolved); err == nil && !known {
+			l.v.HashDeferred = true
+			l.checkFormat(resolved, q)
+			return m.SHA256 // what the fingerprint holds when the file matches
+		}
+	} else {
+		sum, err = l.opts.Hashes.hashFile(resolved)
+	}
 	switch {
 	case errors.Is(err, errChangedWhileHashing):
 		l.notYet("$.entrypoint", "%s changed while it was being hashed: the copy may be incomplete", q)

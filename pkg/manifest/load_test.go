@@ -330,3 +330,70 @@ func TestHashCache(t *testing.T) {
 		t.Fatalf("nil cache: %v %s", err, s)
 	}
 }
+
+// TestDeferHash: with Options.DeferHash a Load never reads an entrypoint the cache has no
+// digest for, and gives it the fingerprint of a matching file, so what a caller launches
+// under it is the same version a hashing scan finds afterwards; a digest in the cache
+// (recorded by whoever read the file) still decides the verdict.
+func TestDeferHash(t *testing.T) {
+	root := t.TempDir()
+	good := writeVersion(t, root, "calc", "1.0.0", script, nil)
+	bad := writeVersion(t, root, "calc", "1.0.1", script, nil)
+	writeFile(t, filepath.Join(bad, "run"), []byte("#!/bin/sh\necho not the manifest's\n"), 0o755)
+
+	cache := NewHashCache()
+	deferred := Options{Hashes: cache, DeferHash: true}
+	g, b := Load(good, deferred), Load(bad, deferred)
+	if cache.Reads() != 0 {
+		t.Fatalf("a deferred Load read %d entrypoints", cache.Reads())
+	}
+	for _, v := range []Version{g, b} {
+		if v.Status != StatusValid || !v.HashDeferred || v.EntrypointPath == "" {
+			t.Fatalf("%s deferred: %s %v deferred=%v path %q; want valid, deferred, with its path", v.Version, v.Status, v.Problems, v.HashDeferred, v.EntrypointPath)
+		}
+	}
+	gFull := Load(good, Options{Hashes: NewHashCache()})
+	if gFull.Status != StatusValid || gFull.HashDeferred || gFull.Fingerprint != g.Fingerprint {
+		t.Fatalf("hashed 1.0.0: %s deferred=%v, same fingerprint %v; want valid with the deferred Load's fingerprint", gFull.Status, gFull.HashDeferred, gFull.Fingerprint == g.Fingerprint)
+	}
+	if bFull := Load(bad, Options{}); bFull.Status != StatusIncomplete {
+		t.Fatalf("hashed 1.0.1: %s, want incomplete", bFull.Status)
+	}
+
+	// Digests recorded from reads the caller made: a hit is a real verdict, and no read.
+	record := func(dir string) {
+		t.Helper()
+		path := filepath.Join(dir, "run")
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache.Record(path, fi, fi, sum(data))
+	}
+	record(good)
+	record(bad)
+	g, b = Load(good, deferred), Load(bad, deferred)
+	if cache.Reads() != 0 || g.HashDeferred || b.HashDeferred {
+		t.Fatalf("after Record: %d reads, deferred %v %v; want no read and no deferral", cache.Reads(), g.HashDeferred, b.HashDeferred)
+	}
+	if g.Status != StatusValid || b.Status != StatusIncomplete || g.Fingerprint != gFull.Fingerprint {
+		t.Fatalf("after Record: 1.0.0 %s, 1.0.1 %s; want valid (same fingerprint) and incomplete", g.Status, b.Status)
+	}
+
+	// A file that changed between the two stats is not recorded.
+	path, _ := filepath.EvalSymlinks(filepath.Join(good, "run"))
+	before, _ := os.Stat(path)
+	writeFile(t, path, []byte("#!/bin/sh\necho changed\n"), 0o755)
+	after, _ := os.Stat(path)
+	cache.Record(path, before, after, "0000000000000000000000000000000000000000000000000000000000000000")
+	if v := Load(good, deferred); !v.HashDeferred {
+		t.Fatalf("a digest recorded across a change was used: %s %v", v.Status, v.Problems)
+	}
+}
