@@ -1,9 +1,12 @@
 package loader
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -54,5 +57,28 @@ func TestBinCacheSharesOneVerifiedCopy(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(c.dir); len(entries) != 0 {
 		t.Fatalf("left behind: %v", entries)
+	}
+}
+
+// BenchmarkCopyVerified copies and hashes a 20 MB entrypoint, the size of a
+// Go skill built with the SDK: what each distinct binary costs a start.
+func BenchmarkCopyVerified(b *testing.B) {
+	src := filepath.Join(b.TempDir(), "skill")
+	data := make([]byte, 20<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(src, data, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", sha256.Sum256(data))
+	dir := b.TempDir()
+	b.SetBytes(int64(len(data)))
+	for i := 0; b.Loop(); i++ {
+		dst := filepath.Join(dir, strconv.Itoa(i))
+		if err := copyVerified(src, dst, want, nil); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(dst)
 	}
 }
