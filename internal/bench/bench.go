@@ -280,7 +280,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			dir = scaleDir(filepath.Join(work, "scale"), i)
 		}
 		logf("scale: start %d/%d (max-parallel-starts %s%s)", i+1, len(runs), parallelName(rc.mp), restartName(rc.restart))
-		r, err := scaleRun(ctx, cfg.HostBin, scaleRoot, dir, cfg.Skills, rc.mp)
+		r, err := scaleRun(ctx, cfg.HostBin, scaleRoot, dir, cfg.Skills, rc.mp, rc.restart)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +299,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		dir := scaleDir(filepath.Join(work, "scale-distinct"), 0)
 		for _, restart := range []bool{false, true} {
 			logf("scale: distinct binaries, start%s", restartName(restart))
-			r, err := scaleRun(ctx, cfg.HostBin, distinctRoot, dir, cfg.Skills, 0)
+			r, err := scaleRun(ctx, cfg.HostBin, distinctRoot, dir, cfg.Skills, 0, restart)
 			if err != nil {
 				return nil, err
 			}

@@ -85,7 +85,11 @@ func startDaemonOn(hostBin, skills, work, listen string, extra ...string) (*daem
 
 // loadTook returns the duration the daemon logged for its first scan
 // ("skills loaded ... took"), or 0.
-func (d *daemon) loadTook() time.Duration {
+func (d *daemon) loadTook() time.Duration { return d.logTook("skills loaded") }
+
+// logTook returns the "took" of the first log line whose message is msg,
+// or 0.
+func (d *daemon) logTook(msg string) time.Duration {
 	f, err := os.Open(d.logPath)
 	if err != nil {
 		return 0
@@ -95,7 +99,7 @@ func (d *daemon) loadTook() time.Duration {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line["@message"] != "skills loaded" {
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line["@message"] != msg {
 			continue
 		}
 		switch v := line["took"].(type) {

@@ -27,6 +27,11 @@ type scaleResult struct {
 	Mem         procMem       `json:"mem"`
 	HostCPU     time.Duration `json:"host_cpu_ns"`   // CPU the host used until ready
 	SkillsCPU   time.Duration `json:"skills_cpu_ns"` // CPU its skills used until ready, summed
+	// On a first start, the scan after it (loader.StartVerifiedMessage)
+	// judges what the first scan left unread: when it ended, counted from
+	// the start, and the host's CPU then (the calls of the run included).
+	Judged        time.Duration `json:"judged_ns,omitempty"`
+	HostCPUJudged time.Duration `json:"host_cpu_judged_ns,omitempty"`
 }
 
 // defaultMaxParallelStarts is the daemon's --max-parallel-starts default
@@ -70,7 +75,7 @@ const (
 // scaleRun starts the daemon over root, times it until every skill has
 // started, checks that all are active, calls each skill once, then reads
 // the resident memory of the host and its skills.
-func scaleRun(ctx context.Context, hostBin, root, work string, n, maxParallel int) (scaleResult, error) {
+func scaleRun(ctx context.Context, hostBin, root, work string, n, maxParallel int, restart bool) (scaleResult, error) {
 	var extra []string
 	if maxParallel > 0 {
 		extra = []string{"--max-parallel-starts", strconv.Itoa(maxParallel)}
@@ -125,8 +130,25 @@ func scaleRun(ctx context.Context, hostBin, root, work string, n, maxParallel in
 			return r, err
 		}
 	}
+	if !restart {
+		deadline := time.Now().Add(30 * time.Second)
+		for r.Judged = d.logTook(loader.StartVerifiedMessage); r.Judged == 0; r.Judged = d.logTook(loader.StartVerifiedMessage) {
+			if time.Now().After(deadline) {
+				return r, fmt.Errorf("scale: no %q in the log within 30 s of the calls; log %s", loader.StartVerifiedMessage, d.logPath)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r.HostCPUJudged, _ = treeCPU(d.cmd.Process.Pid)
+	}
 	time.Sleep(300 * time.Millisecond)
 	r.Mem = treeMem(d.cmd.Process.Pid)
+	if restart {
+		// A restart whose digest cache had every binary defers nothing;
+		// one that did defer is shown as such.
+		if r.Judged = d.logTook(loader.StartVerifiedMessage); r.Judged > 0 {
+			r.HostCPUJudged, _ = treeCPU(d.cmd.Process.Pid)
+		}
+	}
 	r.LoadTook = d.loadTook()
 	return r, nil
 }

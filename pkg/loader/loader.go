@@ -288,6 +288,11 @@ func New(cfg Config) (*Loader, error) {
 	return l, nil
 }
 
+// StartVerifiedMessage is logged once the scan that follows a start which
+// deferred hashing has judged every version, with how long the start took
+// until then and how many entrypoints that scan read.
+const StartVerifiedMessage = "every version judged after start"
+
 // Start scans the tree, launches every skill's desired version in parallel
 // and returns once each has started or failed. With Config.Watch it then
 // follows the tree. A broken skill never makes Start fail; only an
@@ -308,6 +313,7 @@ func (l *Loader) Start(ctx context.Context) error {
 	// The first scan does not read the binaries it has no digest for: each
 	// one that is launched is hashed as it is copied to run, which is the
 	// check that counts, so a first start reads it once instead of twice.
+	began := time.Now()
 	deferred, err := l.rescan(ctx, true)
 	if err != nil {
 		if w != nil {
@@ -323,9 +329,14 @@ func (l *Loader) Start(ctx context.Context) error {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			if err := l.Rescan(l.ctx); err != nil && l.ctx.Err() == nil {
-				l.log.Warn("the scan after start failed", "error", err)
+			reads := l.hashes.Reads()
+			if err := l.Rescan(l.ctx); err != nil {
+				if l.ctx.Err() == nil {
+					l.log.Warn("the scan after start failed", "error", err)
+				}
+				return
 			}
+			l.log.Info(StartVerifiedMessage, "took", time.Since(began), "read", l.hashes.Reads()-reads)
 		}()
 	}
 	if w != nil {
