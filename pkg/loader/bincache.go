@@ -108,8 +108,16 @@ func (c *binCache) copy(src, want string) (string, error) {
 	return dst, nil
 }
 
-// copyBufferSize is copyVerified's buffer.
-const copyBufferSize = 256 << 10
+// copyBufferSize is copyVerified's buffer: 64 KiB, not io.Copy's 32 KiB
+// nor anything larger. A 20 MB copy takes 19.4 ms at 32 KiB, 17.6 ms at
+// 64 KiB and 16.3 ms at 256 KiB (BenchmarkCopyVerified, medians of 5), but
+// from 128 KiB on, every skill process started from the copy had about
+// 1 MiB more resident (16.8 against 15.7 MiB per skill at 256 KiB, with
+// PSS unchanged for a shared copy and 1.2 MiB more per skill for distinct
+// binaries): the copy's page cache is apparently built of larger folios
+// from larger writes, and a fault maps a whole folio in. 64 KiB keeps most
+// of the speed and none of the memory.
+const copyBufferSize = 64 << 10
 
 // copyVerified copies src to dst while hashing it and fails with
 // errIncomplete unless the copy's sha256 equals want. What runs is the copy,
@@ -130,9 +138,8 @@ func copyVerified(src, dst, want string, hashes *manifest.HashCache) error {
 		return fmt.Errorf("copy entrypoint: %w", err)
 	}
 	h := sha256.New()
-	// A 256 KiB buffer, not io.Copy's 32 KiB: a 20 MB binary in 80 reads
-	// and writes instead of 640, about 31 → 27 ms (BenchmarkCopyVerified). The
-	// struct hides in's WriteTo, which would bring back the small buffer.
+	// The struct hides in's WriteTo, which would bring back io.Copy's
+	// 32 KiB buffer.
 	_, err = io.CopyBuffer(io.MultiWriter(out, h), struct{ io.Reader }{in}, make([]byte, copyBufferSize))
 	if cerr := out.Close(); err == nil {
 		err = cerr
