@@ -210,7 +210,7 @@ func (r *Results) Markdown(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "#### Scale: `host serve` over %d skills (one process each)\n\n", c.Skills)
-	fmt.Fprintln(w, "| tree | start | --max-parallel-starts | ready (exec → all started) | loader's own figure | host CPU / skills CPU until ready | every version judged (host CPU then) | active | tools | host RSS | skills RSS (sum) | per skill | host PSS | skills PSS (sum) |")
+	fmt.Fprintln(w, "| tree | start | --max-parallel-starts | ready (exec → all started) | loader's own figure | host CPU (of it kernel) / skills CPU until ready | every version judged (host CPU then) | active | tools | host RSS | skills RSS (sum) | per skill | host PSS | skills PSS (sum) |")
 	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, sc := range r.Scale {
 		judged := "at ready"
@@ -225,8 +225,8 @@ func (r *Results) Markdown(w io.Writer) {
 		if sc.Restart {
 			start = "restart"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s / %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", sc.Tree, start, parallelName(sc.MaxParallel),
-			fmtDur(sc.Ready), fmtDur(sc.LoadTook), fmtDur(sc.HostCPU), fmtDur(sc.SkillsCPU), judged, sc.Active, sc.Tools, mib(sc.Mem.HostRSS), mib(sc.Mem.SkillsRSS), mib(per),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s (%s) / %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", sc.Tree, start, parallelName(sc.MaxParallel),
+			fmtDur(sc.Ready), fmtDur(sc.LoadTook), fmtDur(sc.HostCPU), fmtDur(sc.HostSysCPU), fmtDur(sc.SkillsCPU), judged, sc.Active, sc.Tools, mib(sc.Mem.HostRSS), mib(sc.Mem.SkillsRSS), mib(per),
 			mib(sc.Mem.HostPSS), mib(sc.Mem.SkillsPSS))
 	}
 	fmt.Fprintln(w)

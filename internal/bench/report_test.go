@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -22,5 +23,31 @@ func TestFmtDur(t *testing.T) {
 		if got := fmtDur(c.d); got != c.want {
 			t.Errorf("fmtDur(%v) = %q, want %q", c.d, got, c.want)
 		}
+	}
+}
+
+// TestCPUSplit reads this process's own /proc/PID/stat: a busy loop's CPU
+// shows as user time, and the split adds up to cpuTime.
+func TestCPUSplit(t *testing.T) {
+	pid := os.Getpid()
+	user0, _ := cpuSplit(pid)
+	total0 := cpuTime(pid)
+	if total0 == 0 {
+		t.Skip("no /proc/PID/stat here")
+	}
+	// Spin until the process has used 300 ms more CPU (however long a
+	// loaded machine takes to give it), at most 20 s.
+	var spin uint64
+	for deadline := time.Now().Add(20 * time.Second); cpuTime(pid)-total0 < 300*time.Millisecond && time.Now().Before(deadline); {
+		for i := 0; i < 1e5; i++ {
+			spin += uint64(i) ^ spin>>3
+		}
+	}
+	user, sys := cpuSplit(pid)
+	if user-user0 < 200*time.Millisecond {
+		t.Errorf("user CPU rose %v over a busy loop of 300 ms of CPU (spin %d), want ≥ 200 ms", user-user0, spin)
+	}
+	if total := cpuTime(pid); total < user+sys {
+		t.Errorf("cpuTime %v < user %v + system %v read before it", total, user, sys)
 	}
 }

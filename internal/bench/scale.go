@@ -25,8 +25,9 @@ type scaleResult struct {
 	Active      int           `json:"active"`
 	Tools       int           `json:"tools"`
 	Mem         procMem       `json:"mem"`
-	HostCPU     time.Duration `json:"host_cpu_ns"`   // CPU the host used until ready
-	SkillsCPU   time.Duration `json:"skills_cpu_ns"` // CPU its skills used until ready, summed
+	HostCPU     time.Duration `json:"host_cpu_ns"`     // CPU the host used until ready
+	HostSysCPU  time.Duration `json:"host_sys_cpu_ns"` // of it, in the kernel
+	SkillsCPU   time.Duration `json:"skills_cpu_ns"`   // CPU its skills used until ready, summed
 	// On a first start, the scan after it (loader.StartVerifiedMessage)
 	// judges what the first scan left unread: when it ended, counted from
 	// the start, and the host's CPU then (the calls of the run included).
@@ -87,6 +88,7 @@ func scaleRun(ctx context.Context, hostBin, root, work string, n, maxParallel in
 	defer d.stop()
 	r := scaleResult{Skills: n, MaxParallel: maxParallel, Ready: d.ready}
 	r.HostCPU, r.SkillsCPU = treeCPU(d.cmd.Process.Pid)
+	_, r.HostSysCPU = cpuSplit(d.cmd.Process.Pid)
 	var skills struct {
 		Skills []loader.SkillStatus `json:"skills"`
 	}
