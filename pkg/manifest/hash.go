@@ -89,6 +89,10 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // nothing else; the next Save replaces it.
 func OpenHashCache(file string) (c *HashCache, warning string) {
 	c = NewHashCache()
+	// Entries from the file carry used == 0; starting at epoch 1 makes them unused until a
+	// lookup marks them, so one whose file changed is dropped at the next Save instead of
+	// being saved again beside the new digest of its path.
+	c.epoch = 1
 	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, ""
