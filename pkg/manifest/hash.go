@@ -38,6 +38,8 @@ type HashCache struct {
 	entries map[hashKey]hashEntry
 	// epoch counts Saves; an entry used since the last Save has used == epoch, and only those
 	// are saved, so the file holds what the last scan looked at and nothing that went away.
+	// It starts at 1, so used == 0 means never used: an entry opened from the file (a digest
+	// whose file may have changed since) counts only once a lookup has marked it.
 	epoch uint64
 	dirty bool // an entry was added, or one from the file went unused, since the last Save
 	reads atomic.Int64
@@ -62,7 +64,7 @@ func (c *HashCache) Reads() int64 { return c.reads.Load() }
 
 // NewHashCache returns an empty cache.
 func NewHashCache() *HashCache {
-	return &HashCache{entries: make(map[hashKey]hashEntry)}
+	return &HashCache{entries: make(map[hashKey]hashEntry), epoch: 1}
 }
 
 // hashRecord is one entry as saved.
@@ -89,10 +91,6 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // nothing else; the next Save replaces it.
 func OpenHashCache(file string) (c *HashCache, warning string) {
 	c = NewHashCache()
-	// Entries from the file carry used == 0; starting at epoch 1 makes them unused until a
-	// lookup marks them, so one whose file changed is dropped at the next Save instead of
-	// being saved again beside the new digest of its path.
-	c.epoch = 1
 	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, ""
