@@ -27,6 +27,31 @@ const PluginName = "skill"
 // limits, is the one place that enforces request and response sizes.
 const MaxMessageBytes = 256 << 20
 
+// The flow-control windows of a skill connection, the same on both ends.
+// Fixed windows turn off gRPC's bandwidth-delay estimator, which otherwise
+// answers nearly every message with a PING (and a WINDOW_UPDATE) that the
+// other process must wake up to acknowledge: on a pipe-like local socket
+// that is two more process wake-ups per call, for a bandwidth the kernel
+// already provides. Measured side by side on 2 cores: serial echo 162 →
+// 150 µs bare and 471 → 433 µs through the daemon's HTTP API; a 64 KiB
+// result at 64 callers 2.97k → 4.63k calls/s (docs/performance.md). A
+// window is credit, not a buffer: memory is spent only on data that
+// arrives, which the host reads at once and caps per call
+// (max_response_bytes). The stream window holds a 4 MiB result, the
+// default cap, without a window update; the connection window is what the
+// estimator would grow to at most (16 MiB).
+const (
+	StreamWindowBytes = 4 << 20
+	ConnWindowBytes   = 16 << 20
+)
+
+// DialOptions are the host's side of the skill connection's transport
+// settings (the fixed windows); the host adds its call options (the codec,
+// the manifest's limits).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes)}
+}
+
 // GRPCPlugin joins the skill protocol to go-plugin. On the skill side Impl is
 // the server; on the host side GRPCClient returns a skillpb.SkillClient.
 type GRPCPlugin struct {
@@ -53,7 +78,8 @@ func PluginSet(impl skillpb.SkillServer) plugin.PluginSet {
 }
 
 // GRPCServerFactory builds the skill's gRPC server with raised message caps,
-// the skill protocol's Codec and a pool of stream workers.
+// the skill protocol's Codec, the fixed flow-control windows (see
+// StreamWindowBytes) and a pool of stream workers.
 //
 // Without the pool gRPC serves every call on a new goroutine, whose small
 // first stack grows (runtime.newstack copying it) on each call's way through
@@ -65,7 +91,7 @@ func PluginSet(impl skillpb.SkillServer) plugin.PluginSet {
 // experimental; it has been there since v1.30.
 func GRPCServerFactory(opts []grpc.ServerOption) *grpc.Server {
 	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes), grpc.ForceServerCodecV2(Codec),
-		grpc.NumStreamWorkers(streamWorkers()))
+		grpc.NumStreamWorkers(streamWorkers()), grpc.StaticStreamWindowSize(StreamWindowBytes), grpc.StaticConnWindowSize(ConnWindowBytes))
 	return grpc.NewServer(opts...)
 }
 

@@ -218,12 +218,12 @@ func startPlugin(bin string, env []string, plugins plugin.PluginSet, proto plugi
 }
 
 // pluginPath starts benchskill with go-plugin as the loader does (gRPC,
-// AutoMTLS, only the manifest's environment, the skill protocol's codec)
-// and calls the gRPC stub directly: no registry, no validation, no limits.
+// AutoMTLS, only the manifest's environment, the skill protocol's codec,
+// sdk.DialOptions' fixed windows) and calls the gRPC stub directly: no registry, no validation, no limits.
 func pluginPath(skillBin string) (*path, error) {
 	raw, c, err := startPlugin(skillBin, []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}, sdk.PluginSet(nil), plugin.ProtocolGRPC,
-		[]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))})
+		append(sdk.DialOptions(), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))))
 	if err != nil {
 		return nil, err
 	}

@@ -165,10 +165,12 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		// result) and the manifest's limits are the connection's defaults,
 		// so a call carries no per-call options: gRPC combines those with
 		// the defaults into a new slice on every call (profiles showed it).
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+		// sdk.DialOptions fixes the flow-control windows, as the skill's
+		// server does, so no call is followed by a PING exchange.
+		GRPCDialOptions: append(sdk.DialOptions(), grpc.WithDefaultCallOptions(
 			grpc.ForceCodecV2(sdk.Codec),
 			grpc.MaxCallSendMsgSize(int(m.Limits.WithDefaults().MaxRequestBytes)+msgOverhead),
-			grpc.MaxCallRecvMsgSize(int(m.Limits.WithDefaults().MaxResponseBytes)+msgOverhead))},
+			grpc.MaxCallRecvMsgSize(int(m.Limits.WithDefaults().MaxResponseBytes)+msgOverhead))),
 	})
 	started := make(chan error, 1)
 	threadDone := make(chan struct{})

@@ -71,8 +71,8 @@ func dial(t testing.TB, cfg *plugin.ClientConfig) *Client {
 	cfg.HandshakeConfig = sdk.Handshake
 	cfg.Plugins = sdk.PluginSet(nil)
 	cfg.AllowedProtocols = []plugin.Protocol{plugin.ProtocolGRPC}
-	cfg.GRPCDialOptions = []grpc.DialOption{grpc.WithDefaultCallOptions(
-		grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))}
+	cfg.GRPCDialOptions = append(sdk.DialOptions(), grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes)))
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "skilltest", Level: hclog.Warn, Output: os.Stderr})
 	}
