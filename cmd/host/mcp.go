@@ -83,6 +83,7 @@ type mcpFlags struct {
 	debounce                 time.Duration
 	strictModes              bool
 	skillUser                string
+	skillProcs               int
 	logFormat, logLevel      string
 }
 
@@ -111,6 +112,7 @@ flags:
 	fs.DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "embedded: quiet period that merges bursts of file changes")
 	fs.BoolVar(&f.strictModes, "strict-modes", true, "embedded: refuse world-writable or foreign-owned skill files")
 	skillUserFlag(fs, &f.skillUser, "embedded: ")
+	skillProcsFlag(fs, &f.skillProcs, "embedded: ")
 	fs.BoolVar(&f.showUnavailable, "show-unavailable", false, "embedded: list a restarting skill's tools, marked, instead of leaving them out")
 	fs.StringVar(&f.addr, "addr", "", "bridge to the daemon at this address (http://host:port, host:port or unix:/path.sock) instead of embedding a host")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "bridge: file with the daemon's bearer token (env SKILLHOST_TOKEN_FILE, or SKILLHOST_TOKEN for the token itself)")
@@ -168,7 +170,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 	ld, err := loader.New(loader.Config{
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
-		Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(), Subreaper: true,
+		SkillGOMAXPROCS: f.skillProcs, Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(), Subreaper: true,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)

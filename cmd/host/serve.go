@@ -61,7 +61,7 @@ type serveFlags struct {
 	debounce, resync                  time.Duration
 	readHeaderTimeout, readTimeout    time.Duration
 	strictModes, watch                bool
-	maxStarts                         int
+	maxStarts, skillProcs             int
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -80,6 +80,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.resync, "resync", 30*time.Second, "period of the full rescan that backs up file watching")
 	fs.BoolVar(&f.strictModes, "strict-modes", true, "refuse world-writable or foreign-owned skill files (like sshd's StrictModes)")
 	skillUserFlag(fs, &f.skillUser, "")
+	skillProcsFlag(fs, &f.skillProcs, "")
 	fs.BoolVar(&f.watch, "watch", true, "follow the skills tree and hot-reload changes")
 	fs.IntVar(&f.maxStarts, "max-parallel-starts", 8, "how many skills may start at once")
 	fs.StringVar(&f.stateDir, "state-dir", envOr("SKILLHOST_STATE_DIR", "./.state"), "folder for persistent operator decisions (disable, pin)")
@@ -186,7 +187,7 @@ func serve(f serveFlags, log hclog.Logger) error {
 	ld, err = loader.New(loader.Config{
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
-		Watch: f.watch, Debounce: f.debounce, Resync: f.resync, MaxParallelStarts: f.maxStarts,
+		Watch: f.watch, Debounce: f.debounce, Resync: f.resync, MaxParallelStarts: f.maxStarts, SkillGOMAXPROCS: f.skillProcs,
 		State: state, DigestCache: filepath.Join(f.stateDir, loader.DigestCacheFileName),
 		OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(), Subreaper: true,
 		OnEvent: func(e loader.Event) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 
@@ -67,9 +68,9 @@ func main() {
 			return echoOut{}, ctx.Err()
 		}
 	})
-	sdk.Tool(s, "env", "Return the environment, uid, gid and groups the skill runs with, and the ms left before the call's deadline.", func(ctx context.Context, in struct{}) (map[string]any, error) {
+	sdk.Tool(s, "env", "Return the environment, uid, gid, groups and GOMAXPROCS the skill runs with, and the ms left before the call's deadline.", func(ctx context.Context, in struct{}) (map[string]any, error) {
 		groups, _ := os.Getgroups()
-		out := map[string]any{"env": os.Environ(), "uid": os.Getuid(), "gid": os.Getgid(), "groups": groups}
+		out := map[string]any{"env": os.Environ(), "uid": os.Getuid(), "gid": os.Getgid(), "groups": groups, "gomaxprocs": runtime.GOMAXPROCS(0)}
 		if d, ok := ctx.Deadline(); ok {
 			out["deadline_ms"] = time.Until(d).Milliseconds()
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,7 @@ type launchConfig struct {
 	user          *SkillUser  // nil: the host's user
 	reaper        *reaper     // nil: none; told of every process group started and stopped
 	sweeper       *sweeper    // nil: none; told of every skill process started and gone
+	gomaxprocs    int         // > 0: GOMAXPROCS for a skill whose manifest sets none
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -143,6 +145,9 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	cmd := exec.Command(exe)
 	cmd.Dir = inst.ver.Dir
 	cmd.Env = append(envList(m.Env), cfg.mtls.env)
+	if _, set := m.Env["GOMAXPROCS"]; cfg.gomaxprocs > 0 && !set {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(cfg.gomaxprocs))
+	}
 	setProcAttr(cmd, cfg.user)
 	stderrTail := &tailWriter{max: 2048}
 	client := plugin.NewClient(&plugin.ClientConfig{

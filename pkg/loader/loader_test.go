@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -968,4 +969,62 @@ func TestBrokenCopiesAreAnnounced(t *testing.T) {
 	if len(evs) != 1 || evs[0].State != StateIncomplete || !strings.Contains(evs[0].Reason, "sha256 mismatch") {
 		t.Fatalf("events for 2.0.0: %+v", evs)
 	}
+}
+
+// TestSkillGOMAXPROCS: Config.SkillGOMAXPROCS reaches a skill whose
+// manifest sets no GOMAXPROCS, as its environment and as the Go runtime's
+// setting; a manifest's own GOMAXPROCS wins; without the setting nothing
+// is added to the skill's environment.
+func TestSkillGOMAXPROCS(t *testing.T) {
+	if _, err := New(Config{Skills: t.TempDir(), Registry: registry.New(registry.Config{}), SkillGOMAXPROCS: -1}); err == nil ||
+		!strings.Contains(err.Error(), "GOMAXPROCS must be 0") {
+		t.Fatalf("New with SkillGOMAXPROCS -1: err = %v", err)
+	}
+	type envOut struct {
+		Env        []string `json:"env"`
+		GOMAXPROCS int      `json:"gomaxprocs"`
+	}
+	get := func(t *testing.T, h *harness, tool string) envOut {
+		t.Helper()
+		res, err := h.reg.Invoke(context.Background(), tool, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out envOut
+		if err := json.Unmarshal(res.Result, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	vars := func(env []string) []string {
+		var out []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				out = append(out, kv)
+			}
+		}
+		return out
+	}
+	// One harness at a time: each checks at its end that it left no
+	// child process, and the other's would be counted.
+	t.Run("set", func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.SkillGOMAXPROCS = 1 })
+		h.install("alpha", "1.0.0", nil)
+		h.install("beta", "1.0.0", map[string]string{"GOMAXPROCS": "2"})
+		h.start()
+		if got := get(t, h, "alpha.env"); got.GOMAXPROCS != 1 || !slices.Equal(vars(got.Env), []string{"GOMAXPROCS=1"}) {
+			t.Errorf("alpha (no GOMAXPROCS in its manifest): runtime %d, env %v; want 1 and GOMAXPROCS=1", got.GOMAXPROCS, vars(got.Env))
+		}
+		if got := get(t, h, "beta.env"); got.GOMAXPROCS != 2 || !slices.Equal(vars(got.Env), []string{"GOMAXPROCS=2"}) {
+			t.Errorf("beta (GOMAXPROCS 2 in its manifest): runtime %d, env %v; want the manifest's 2 alone", got.GOMAXPROCS, vars(got.Env))
+		}
+	})
+	t.Run("unset", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.install("gamma", "1.0.0", nil)
+		h.start()
+		if got := get(t, h, "gamma.env"); len(vars(got.Env)) != 0 {
+			t.Errorf("gamma without the setting: env %v, want no GOMAXPROCS", vars(got.Env))
+		}
+	})
 }

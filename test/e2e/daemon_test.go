@@ -664,3 +664,25 @@ func TestAdminAndInvokeTokens(t *testing.T) {
 		t.Fatalf("admin token cannot disable: %d %s", code, body)
 	}
 }
+
+// TestSkillGOMAXPROCSFlag: `host serve --skill-gomaxprocs 1` starts a skill
+// whose manifest sets no GOMAXPROCS with one processor (as the skill's Go
+// runtime reports it over the API), and refuses a negative value.
+func TestSkillGOMAXPROCSFlag(t *testing.T) {
+	out, err := exec.Command(hostBin, "serve", "--skill-gomaxprocs", "-1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `invalid value "-1" for flag -skill-gomaxprocs`) {
+		t.Fatalf("serve --skill-gomaxprocs -1: %v\n%s", err, out)
+	}
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	d := startDaemon(t, tree, "--skill-gomaxprocs", "1")
+	code, body := d.Do(t, "POST", "/v1/tools/svc.env/invoke", map[string]any{"arguments": map[string]any{}})
+	var got struct {
+		Result struct {
+			GOMAXPROCS int `json:"gomaxprocs"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &got); code != 200 || err != nil || got.Result.GOMAXPROCS != 1 {
+		t.Fatalf("svc.env under --skill-gomaxprocs 1: %d %s", code, body)
+	}
+}
