@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			CPU: cpuModel(), Cores: runtime.NumCPU(), MemTotal: memOf("/proc/meminfo", "MemTotal"), Kernel: kernel(),
 			GoVer: runtime.Version(), LoadAvg: loadAvg(), Started: began.UTC().Format(time.RFC3339),
 		},
-		Paths: []string{pathHTTP, pathHTTPUnix, pathRegistry, pathPlugin, pathNetRPC, pathMCP, pathFunc, pathBareHTTP},
+		Paths: []string{pathHTTP, pathHTTPUnix, pathHTTPOne, pathRegistry, pathPlugin, pathNetRPC, pathMCP, pathFunc, pathBareHTTP},
 		Tools: []string{tools.EchoTool, tools.BlobTool},
 		Calls: map[string]map[string]*callStats{},
 	}
@@ -139,15 +139,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 
 	// The call paths, each over its own process and tree.
 	logf("starting the call paths")
-	httpRoot := filepath.Join(work, "http", "skills")
-	if err := bin.install(httpRoot, "bench", "1.0.0"); err != nil {
-		return nil, err
-	}
-	d, err := startDaemon(cfg.HostBin, httpRoot, filepath.Join(work, "http"))
+	pa, err := daemonPath(cfg.HostBin, bin, filepath.Join(work, "http"), pathHTTP, "127.0.0.1:0", nil)
 	if err != nil {
 		return nil, err
 	}
-	defer d.stop()
+	defer pa.close()
 	regRoot := filepath.Join(work, "reg", "skills")
 	if err := bin.install(regRoot, "bench", "1.0.0"); err != nil {
 		return nil, err
@@ -172,20 +168,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	defer pd.close()
-	pa := httpPath(d.url, "bench")
-	defer pa.close()
-	unixRoot := filepath.Join(work, "unix", "skills")
-	if err := bin.install(unixRoot, "bench", "1.0.0"); err != nil {
-		return nil, err
-	}
-	du, err := startDaemonOn(cfg.HostBin, unixRoot, filepath.Join(work, "unix"), "unix:"+filepath.Join(work, "unix", "api.sock"))
+	pa2, err := daemonPath(cfg.HostBin, bin, filepath.Join(work, "unix"), pathHTTPUnix, "unix:"+filepath.Join(work, "unix", "api.sock"), nil)
 	if err != nil {
 		return nil, err
 	}
-	defer du.stop()
-	pa2 := httpPath(du.url, "bench")
-	pa2.key, pa2.name = pathHTTPUnix, pathNames[pathHTTPUnix]
 	defer pa2.close()
+	pa3, err := daemonPath(cfg.HostBin, bin, filepath.Join(work, "one"), pathHTTPOne, "127.0.0.1:0", []string{"GOMAXPROCS=1"}, "--skill-gomaxprocs", "1")
+	if err != nil {
+		return nil, err
+	}
+	defer pa3.close()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -195,9 +187,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	defer pf.close()
-	pa.peer, pa2.peer = d.cmd.Process.Pid, du.cmd.Process.Pid
 	pb.peer = skillPID(ld, "bench")
-	paths := []*path{pa, pa2, pb, pc, pc2, pd, funcPath(), pf}
+	paths := []*path{pa, pa2, pa3, pb, pc, pc2, pd, funcPath(), pf}
 	for _, p := range paths {
 		for _, t := range res.Tools {
 			if err := p.call(ctx, t); err != nil {
@@ -239,12 +230,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	pr.Name = "(a') API handler in-process echo"
 	res.Profiles = append(res.Profiles, pr)
 
-	// Stop the call paths before the phases that start many processes.
+	// Stop the call paths (and the daemons behind (a), (a2) and (a3))
+	// before the phases that start many processes.
 	for _, p := range paths {
 		p.close()
 	}
-	d.stop()
-	du.stop()
 
 	logf("hot swap: %d swaps, %d callers", cfg.Swaps, cfg.SwapCallers)
 	res.Swap, err = hotSwap(ctx, bin, filepath.Join(work, "swap"), cfg.Swaps, cfg.SwapCallers)

@@ -29,12 +29,33 @@ type daemon struct {
 // written, which the daemon does after its first scan has started (or
 // failed) every skill.
 func startDaemon(hostBin, skills, work string, extra ...string) (*daemon, error) {
-	return startDaemonOn(hostBin, skills, work, "127.0.0.1:0", extra...)
+	return startDaemonEnv(hostBin, skills, work, "127.0.0.1:0", nil, extra...)
 }
 
-// startDaemonOn is startDaemon with another --listen address; for
-// "unix:PATH", url is "unix:PATH".
-func startDaemonOn(hostBin, skills, work, listen string, extra ...string) (*daemon, error) {
+// daemonPath installs bin as skill bench in a tree of its own under work,
+// starts a daemon over it (listening on listen, with env added to its
+// environment and extra flags) and returns the path key that calls it over
+// the API; closing the path stops the daemon.
+func daemonPath(hostBin string, bin *skillBinary, work, key, listen string, env []string, extra ...string) (*path, error) {
+	root := filepath.Join(work, "skills")
+	if err := bin.install(root, "bench", "1.0.0"); err != nil {
+		return nil, err
+	}
+	d, err := startDaemonEnv(hostBin, root, work, listen, env, extra...)
+	if err != nil {
+		return nil, err
+	}
+	p := httpPath(d.url, "bench")
+	p.key, p.name, p.peer = key, pathNames[key], d.cmd.Process.Pid
+	idle := p.close
+	p.close = func() { idle(); d.stop() }
+	return p, nil
+}
+
+// startDaemonEnv is startDaemon with another --listen address (for
+// "unix:PATH", url is "unix:PATH") and env added to the daemon's
+// environment.
+func startDaemonEnv(hostBin, skills, work, listen string, env []string, extra ...string) (*daemon, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
@@ -49,7 +70,7 @@ func startDaemonOn(hostBin, skills, work, listen string, extra ...string) (*daem
 		return nil, err
 	}
 	d.cmd = exec.Command(hostBin, args...)
-	d.cmd.Env = os.Environ()
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.started = time.Now()
 	if err := d.cmd.Start(); err != nil {

@@ -66,6 +66,7 @@ func skillPID(l *loader.Loader, skill string) int {
 const (
 	pathHTTP     = "a"
 	pathHTTPUnix = "a2"
+	pathHTTPOne  = "a3"
 	pathRegistry = "b"
 	pathPlugin   = "c"
 	pathNetRPC   = "c2"
@@ -74,14 +75,16 @@ const (
 	pathBareHTTP = "f"
 )
 
-// pathNames are the report's names. a2, c2 and f are not in the issue: a2
-// is the daemon's other listener kind, c2 go-plugin's other protocol (the
-// issue asks what net/rpc would change), f the floor of an HTTP tool server
-// in another process (no skill behind it), so that the cost of the HTTP hop
-// itself shows.
+// pathNames are the report's names. a2, a3, c2 and f are not in the issue:
+// a2 is the daemon's other listener kind, a3 the daemon and its skill with
+// one processor each (what docs/operations.md advises on a machine of one
+// or two cores), c2 go-plugin's other protocol (the issue asks what net/rpc
+// would change), f the floor of an HTTP tool server in another process (no
+// skill behind it), so that the cost of the HTTP hop itself shows.
 var pathNames = map[string]string{
 	pathHTTP:     "(a) skillhost HTTP API",
 	pathHTTPUnix: "(a2) HTTP API on a unix socket",
+	pathHTTPOne:  "(a3) HTTP API, one processor each (GOMAXPROCS=1, --skill-gomaxprocs 1)",
 	pathRegistry: "(b) skillhost Go invoke (registry)",
 	pathPlugin:   "(c) bare go-plugin gRPC",
 	pathNetRPC:   "(c2) bare go-plugin net/rpc",
