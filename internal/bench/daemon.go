@@ -34,8 +34,8 @@ func startDaemon(hostBin, skills, work string, extra ...string) (*daemon, error)
 
 // daemonPath installs bin as skill bench in a tree of its own under work,
 // starts a daemon over it (listening on listen, with env added to its
-// environment and extra flags) and returns the path key that calls it over
-// the API; closing the path stops the daemon.
+// environment and extra flags) and returns the path, named by key, that
+// calls it over the API; closing the path stops the daemon.
 func daemonPath(hostBin string, bin *skillBinary, work, key, listen string, env []string, extra ...string) (*path, error) {
 	root := filepath.Join(work, "skills")
 	if err := bin.install(root, "bench", "1.0.0"); err != nil {

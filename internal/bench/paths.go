@@ -222,7 +222,8 @@ func startPlugin(bin string, env []string, plugins plugin.PluginSet, proto plugi
 
 // pluginPath starts benchskill with go-plugin as the loader does (gRPC,
 // AutoMTLS, only the manifest's environment, the skill protocol's codec,
-// sdk.DialOptions' fixed windows) and calls the gRPC stub directly: no registry, no validation, no limits.
+// sdk.DialOptions' fixed windows) and calls the gRPC stub directly: no
+// registry, no validation, no limits.
 func pluginPath(skillBin string) (*path, error) {
 	raw, c, err := startPlugin(skillBin, []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}, sdk.PluginSet(nil), plugin.ProtocolGRPC,
 		append(sdk.DialOptions(), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
