@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -45,10 +47,22 @@ func fork(in forkIn) (map[string][]int, error) {
 			return nil, err
 		}
 		out["children"] = append(out["children"], c.Process.Pid)
-		// Grandchildren too: a shell that forks its own sleeper.
-		g := exec.Command("/bin/sh", "-c", "/bin/sleep 300 & wait")
-		if err := g.Start(); err == nil {
-			out["children"] = append(out["children"], g.Process.Pid)
+		// Grandchildren too: a shell that forks its own sleeper. The
+		// answer waits for the shell to print the sleeper's pid, so the
+		// grandchild exists by the time a test counts processes.
+		g := exec.Command("/bin/sh", "-c", "/bin/sleep 300 & echo $!; wait")
+		stdout, err := g.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := g.Start(); err != nil {
+			return nil, err
+		}
+		out["children"] = append(out["children"], g.Process.Pid)
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		stdout.Close()
+		if err != nil {
+			return nil, fmt.Errorf("the shell did not report its sleeper: %q: %w", line, err)
 		}
 	}
 	if in.Escape {
