@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,12 +55,19 @@ func (s *Skill) Serve() {
 	}
 	handleTermination()
 	go exitWithParent(os.Getppid())
-	plugin.Serve(&plugin.ServeConfig{
+	cfg := &plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         PluginSet(s.Server(logger)),
 		GRPCServer:      GRPCServerFactory,
 		Logger:          logger,
-	})
+	}
+	if tlsCfg, err := serverTLS(); err != nil {
+		// go-plugin's AutoMTLS still authenticates both ends, at its cost.
+		logger.Warn("the host's server certificate is unusable; falling back to go-plugin's own", "error", err)
+	} else if tlsCfg != nil {
+		cfg.TLSProvider = func() (*tls.Config, error) { return tlsCfg, nil }
+	}
+	plugin.Serve(cfg)
 	os.Exit(0)
 }
 

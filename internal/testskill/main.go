@@ -48,6 +48,10 @@ func main() {
 	case "badschema":
 		serveRaw(name, version)
 		return
+	case "automtls":
+		// A skill whose SDK predates the host-made server certificate:
+		// go-plugin's AutoMTLS makes its own.
+		os.Unsetenv(sdk.ServerTLSFDEnv)
 	}
 	s := sdk.New(name, version, "Test skill "+name+": echoes, sleeps and misbehaves on request.")
 	s.Tags = []string{"test", name}

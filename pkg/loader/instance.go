@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -149,15 +150,27 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(cfg.gomaxprocs))
 	}
 	setProcAttr(cmd, cfg.user)
+	// The skill's own TLS key, on a pipe that the skill alone inherits.
+	server, err := newServerIdentity()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	tlsPipe, err := server.pipe()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{tlsPipe} // descriptor 3 in the skill
+	cmd.Env = append(cmd.Env, sdk.ServerTLSFDEnv+"=3")
 	stderrTail := &tailWriter{max: 2048}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          sdk.PluginSet(nil),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		// AutoMTLS's protocol with the host-wide client certificate in
-		// place of a new P-521 one per process: see clientCert.
-		TLSConfig:    cfg.mtls.tlsConfig(),
+		// AutoMTLS's protocol with the host-wide client certificate and
+		// the host-made server one in place of new P-521 ones per
+		// process: see clientCert.
+		TLSConfig:    cfg.mtls.tlsConfig(server.leaf),
 		SkipHostEnv:  true,
 		StartTimeout: cfg.startTimeout,
 		Logger:       inst.log,
@@ -190,7 +203,9 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 			})
 		}
 		cfg.sweeper.beginLaunch()
-		if _, err := client.Start(); err != nil {
+		_, err := client.Start()
+		tlsPipe.Close() // the skill has its copy, or is gone
+		if err != nil {
 			started <- err
 			return
 		}

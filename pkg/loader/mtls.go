@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"os"
 	"time"
 )
 
@@ -28,29 +29,41 @@ const clientCertEnv = "PLUGIN_CLIENT_CERT"
 // certificate alone (CreateCertificate checks its own P-521 signature) and
 // the skill then spends 5 ms verifying the client's P-521 signature: with
 // 50 skills starting, a third of a second of the start-up went there. The
-// skill side of the protocol is unchanged and still answers with its own
-// per-process P-521 certificate, which the client alone trusts for that
-// connection (go-plugin loads it from the handshake line into the
-// connection's RootCAs), so what each side trusts is what it trusted with
-// AutoMTLS: the host trusts one process's certificate per connection, and a
-// skill trusts only the key that the host holds in memory and never hands
-// to any process.
+// skill's side is made by the host too, one P-256 key per process handed
+// over on a pipe (serverIdentity, sdk.ServerTLSFDEnv); a skill that does
+// not take it makes its own P-521 certificate as AutoMTLS has it, and
+// go-plugin loads that one from the handshake line into the connection's
+// RootCAs. What each side trusts is what it trusted with AutoMTLS: the host
+// trusts one process's certificate per connection, and a skill trusts only
+// the key that the host holds in memory and never hands to any process.
 type clientCert struct {
 	cert tls.Certificate
 	env  string // clientCertEnv=<PEM>
 }
 
-// newClientCert makes a P-256 key and a self-signed certificate for it in
-// the shape go-plugin's generateCert uses (CN and SAN localhost, client and
-// server auth, CA so the peer can use it as its own pool's root).
+// newClientCert makes the host's client key and certificate.
 func newClientCert() (*clientCert, error) {
+	cert, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	return &clientCert{
+		cert: cert,
+		env:  clientCertEnv + "=" + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})),
+	}, nil
+}
+
+// selfSigned makes a P-256 key and a self-signed certificate for it in the
+// shape go-plugin's generateCert uses (CN and SAN localhost, client and
+// server auth, CA so the peer can use it as its own pool's root).
+func selfSigned() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("mTLS key: %w", err)
+		return tls.Certificate{}, fmt.Errorf("mTLS key: %w", err)
 	}
 	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
-		return nil, fmt.Errorf("mTLS serial: %w", err)
+		return tls.Certificate{}, fmt.Errorf("mTLS serial: %w", err)
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
@@ -62,31 +75,75 @@ func newClientCert() (*clientCert, error) {
 		IsCA:                  true,
 		SerialNumber:          sn,
 		// go-plugin's margin for a clock step; the far end outlives any
-		// host process, which keeps the key in memory only.
+		// process holding the key, which is kept in memory only.
 		NotBefore: now.Add(-30 * time.Second),
 		NotAfter:  now.AddDate(30, 0, 0),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return nil, fmt.Errorf("mTLS certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("mTLS certificate: %w", err)
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("mTLS certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("mTLS certificate: %w", err)
 	}
-	return &clientCert{
-		cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
-		env:  clientCertEnv + "=" + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-	}, nil
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// serverIdentity is the skill's side of one process's mutual TLS, made by
+// the host (see sdk.ServerTLSFDEnv): a P-256 key and certificate in place
+// of the P-521 pair that go-plugin's server makes at every start.
+type serverIdentity struct {
+	leaf *x509.Certificate
+	pem  []byte // the certificate, then the key: what the skill reads
+}
+
+func newServerIdentity() (*serverIdentity, error) {
+	cert, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("mTLS key: %w", err)
+	}
+	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...)
+	return &serverIdentity{leaf: cert.Leaf, pem: out}, nil
+}
+
+// pipe returns the read end of a pipe that holds the identity's PEM and is
+// already closed for writing, to be inherited by one skill process.
+func (s *serverIdentity) pipe() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("mTLS pipe: %w", err)
+	}
+	// A pipe holds 64 KiB before a write blocks; the PEM is about 1 KB.
+	_, err = w.Write(s.pem)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("mTLS pipe: %w", err)
+	}
+	return r, nil
 }
 
 // tlsConfig returns a new client configuration for one skill process, the
-// one AutoMTLS would build. It must not be shared: go-plugin stores the
-// certificate the skill sends in the handshake line into its RootCAs.
-func (c *clientCert) tlsConfig() *tls.Config {
-	return &tls.Config{
+// one AutoMTLS would build, trusting server (when not nil) as the skill's
+// certificate. It must not be shared: go-plugin stores a certificate the
+// skill sends in its handshake line into its RootCAs, in place of server.
+func (c *clientCert) tlsConfig(server *x509.Certificate) *tls.Config {
+	cfg := &tls.Config{
 		Certificates: []tls.Certificate{c.cert},
 		MinVersion:   tls.VersionTLS12,
 		ServerName:   "localhost",
 	}
+	if server != nil {
+		cfg.RootCAs = x509.NewCertPool()
+		cfg.RootCAs.AddCert(server)
+	}
+	return cfg
 }

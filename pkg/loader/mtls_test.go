@@ -1,13 +1,24 @@
 package loader
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+
+	"github.com/skillhost/skillhost/sdk"
+	skillpb "github.com/skillhost/skillhost/sdk/proto"
 )
 
 // activeInstance returns the instance serving skill.
@@ -80,7 +91,7 @@ func TestOneClientCertificateTrustedByEverySkill(t *testing.T) {
 // server sends. With TLS 1.3 a refused client certificate shows on that
 // read, not in the client's handshake.
 func tlsRead(network, addr string, c *clientCert) error {
-	cfg := c.tlsConfig()
+	cfg := c.tlsConfig(nil)
 	cfg.InsecureSkipVerify = true
 	cfg.NextProtos = []string{"h2"} // gRPC servers refuse a TLS client without it
 	conn, err := tls.Dial(network, addr, cfg)
@@ -91,4 +102,59 @@ func tlsRead(network, addr string, c *clientCert) error {
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	_, err = conn.Read(make([]byte, 64))
 	return err
+}
+
+// TestServerCertificateMadeByTheHost checks the skill's side of the mutual
+// TLS: a skill built with this SDK serves with the P-256 certificate the
+// host made for that process and handed over on a pipe, does not pass the
+// pipe's variable on, and a skill that ignores the pipe (an SDK before it)
+// still connects with a certificate of its own, as AutoMTLS has it.
+func TestServerCertificateMadeByTheHost(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("current", "1.0.0", nil)
+	h.install("older", "1.0.0", map[string]string{"TESTSKILL_MODE": "automtls"})
+	h.start()
+	for _, tc := range []struct {
+		skill string
+		curve elliptic.Curve
+	}{{"current", elliptic.P256()}, {"older", elliptic.P521()}} {
+		inst := h.activeInstance(tc.skill)
+		var p peer.Peer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := inst.rpc.Describe(ctx, &skillpb.DescribeRequest{}, grpc.Peer(&p))
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: describe: %v", tc.skill, err)
+		}
+		info, ok := p.AuthInfo.(credentials.TLSInfo)
+		if !ok || len(info.State.PeerCertificates) == 0 {
+			t.Fatalf("%s: the connection is not TLS with a server certificate (auth info %T)", tc.skill, p.AuthInfo)
+		}
+		key, ok := info.State.PeerCertificates[0].PublicKey.(*ecdsa.PublicKey)
+		if !ok || key.Curve != tc.curve {
+			t.Errorf("%s: the skill's certificate has key %T (%v), want %s", tc.skill, info.State.PeerCertificates[0].PublicKey, curveName(key), tc.curve.Params().Name)
+		}
+		res, err := h.reg.Invoke(context.Background(), tc.skill+".env", nil)
+		if err != nil {
+			t.Fatalf("%s: env: %v", tc.skill, err)
+		}
+		var env struct {
+			Env []string `json:"env"`
+		}
+		if err := json.Unmarshal(res.Result, &env); err != nil || len(env.Env) == 0 {
+			t.Fatalf("%s: env result %s: %v", tc.skill, res.Result, err)
+		}
+		for _, kv := range env.Env {
+			if strings.HasPrefix(kv, sdk.ServerTLSFDEnv+"=") {
+				t.Errorf("%s: the skill's environment still holds %s", tc.skill, kv)
+			}
+		}
+	}
+}
+
+func curveName(k *ecdsa.PublicKey) string {
+	if k == nil {
+		return "none"
+	}
+	return k.Curve.Params().Name
 }
