@@ -122,7 +122,9 @@ func Start(t testing.TB, s *sdk.Skill) *Client {
 
 // Exec starts the skill binary at path as a subprocess, with an empty
 // environment as skillhost gives it, and returns a client. The process is
-// killed when the test ends.
+// killed when the test ends. The connection is go-plugin's plain AutoMTLS:
+// the skill makes its own TLS key, as it does when a host hands it none
+// (skillhost hands it one; see sdk.ServerTLSFDEnv).
 func Exec(t testing.TB, path string) *Client {
 	t.Helper()
 	cmd := exec.Command(path)
