@@ -161,6 +161,7 @@ func ExampleTool_panicsAndPlainErrors() {
 	s := sdk.New("fragile", "1.0.0", "Breaks on purpose.")
 	sdk.Tool(s, "boom", "Panics.", func(ctx context.Context, in struct{}) (string, error) {
 		var m map[string]int
+		//lint:ignore SA5000 the handler panics on purpose, as a nil-map bug does
 		m["x"] = 1 // assignment to entry in nil map
 		return "", nil
 	})

@@ -391,8 +391,6 @@ func (inst *instance) Release() {
 
 func (inst *instance) inFlight() int64 { return inst.lease.Load() &^ drainBit }
 
-func (inst *instance) isDraining() bool { return inst.lease.Load()&drainBit != 0 }
-
 // beginDrain refuses new leases from now on.
 func (inst *instance) beginDrain(grace time.Duration) {
 	inst.drainEnd.CompareAndSwap(0, time.Now().Add(grace).UnixNano())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 )
@@ -147,16 +146,4 @@ func writeState(path string, skills map[string]skillState) error {
 		d.Close()
 	}
 	return nil
-}
-
-// skillsWithState lists the skills that have decisions, sorted.
-func (s *StateStore) skillsWithState() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.skills))
-	for k := range s.skills {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -205,7 +205,7 @@ func parseMarkdown(src string) (*Document, error) {
 			flush()
 			id, label, heading, ok := parseClauseHeading(h)
 			if !ok {
-				return nil, fmt.Errorf("line %d: clause heading %q does not start with a number such as 第三条 or 3.", line, h)
+				return nil, fmt.Errorf("line %d: clause heading %q does not start with a number (such as 第三条 or \"3.\")", line, h)
 			}
 			cur = &Clause{ID: id, Label: label, Heading: heading}
 			continue
