@@ -35,10 +35,13 @@ mkdir -p "$out/bin"
 
 echo "bench.sh: building into $out/bin" >&2
 go build -o "$out/bin/host" ./cmd/host
-# Skills are built the way scripts/build-skills.sh builds them.
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchskill" ./internal/benchskill
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchmcp" ./internal/benchmcp
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$out/bin/benchrpc" ./internal/benchrpc
+# Skills (and the MCP and net/rpc peers, alike) are built the way
+# scripts/build-skills.sh builds them: stripped, so the start-up figures are
+# those of the binaries a tree holds.
+skill_build=(env CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w")
+"${skill_build[@]}" -o "$out/bin/benchskill" ./internal/benchskill
+"${skill_build[@]}" -o "$out/bin/benchmcp" ./internal/benchmcp
+"${skill_build[@]}" -o "$out/bin/benchrpc" ./internal/benchrpc
 go build -o "$out/bin/skillbench" ./cmd/skillbench
 
 cmdline="scripts/bench.sh${quick:+ $quick}"

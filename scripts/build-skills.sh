@@ -8,7 +8,7 @@
 # renamed into place, so a watching host never sees a partial folder. A
 # version already installed with the same sha256 and manifest is skipped, so
 # running the script twice changes nothing; builds are reproducible
-# (-trimpath, no VCS stamp, CGO off).
+# (-trimpath, no VCS stamp, CGO off) and stripped (-s -w), see docs/sdk.md.
 #
 # usage: scripts/build-skills.sh [--out DIR] [NAME...]
 set -euo pipefail
