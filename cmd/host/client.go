@@ -57,11 +57,13 @@ func clientFlags(fs *flag.FlagSet) func() (*client, error) {
 	}
 }
 
-// apiError is an error answer from the daemon.
+// apiError is an error answer from the daemon. Body is the answer as sent,
+// which --json prints.
 type apiError struct {
 	Status  int
 	Code    string
 	Message string
+	Body    []byte
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -78,6 +80,31 @@ func (e usageError) Error() string { return e.msg }
 // do sends a request and decodes a JSON answer into out (if not nil). The
 // raw body is returned too, for --json.
 func (c *client) do(method, path string, body any, out any) ([]byte, error) {
+	resp, err := c.send(method, path, body, "")
+	if ae := (*apiError)(nil); errors.As(err, &ae) {
+		return ae.Body, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return raw, fmt.Errorf("decode answer: %w", err)
+		}
+	}
+	return raw, nil
+}
+
+// send makes one request with the client's token and returns the response
+// of a successful one. An error answer comes back as *apiError, in the API's
+// error shape when the daemon used it, so every command words a refusal
+// (a wrong token, an unknown tool) the same way.
+func (c *client) send(method, path string, body any, accept string) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -93,6 +120,9 @@ func (c *client) do(method, path string, body any, out any) ([]byte, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -100,74 +130,51 @@ func (c *client) do(method, path string, body any, out any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s: %v", errUnreachable, c.base, err)
 	}
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read answer: %w", err)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	if resp.StatusCode >= 300 {
-		var eb struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(raw, &eb) == nil && eb.Error.Code != "" {
-			return raw, &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		return raw, &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+	if json.Unmarshal(raw, &eb) == nil && eb.Error.Code != "" {
+		return nil, &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, Body: raw}
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return raw, fmt.Errorf("decode answer: %w", err)
-		}
-	}
-	return raw, nil
+	return nil, &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw)), Body: raw}
 }
 
 // stream reads server-sent events from path and calls fn for each until fn
 // returns false or the stream ends.
 func (c *client) stream(method, path string, body any, fn func(event string, data []byte) bool) error {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, r)
+	resp, err := c.send(method, path, body, "text/event-stream")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w at %s: %v", errUnreachable, c.base, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		raw, _ := io.ReadAll(resp.Body)
-		return &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	event, data := "message", []byte(nil)
+	// An event is its lines up to a blank one; several data lines join with
+	// newlines, as the server-sent events format says.
+	event, data, hasData := "message", []byte(nil), false
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case line == "":
-			if data != nil && !fn(event, data) {
+			if hasData && !fn(event, data) {
 				return nil
 			}
-			event, data = "message", nil
+			event, data, hasData = "message", nil, false
 		case strings.HasPrefix(line, "event:"):
 			event = strings.TrimSpace(line[6:])
 		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(line[5:], " ")...)
+			if hasData {
+				data = append(data, '\n')
+			}
+			data, hasData = append(data, strings.TrimPrefix(line[5:], " ")...), true
 		}
 	}
 	return sc.Err()

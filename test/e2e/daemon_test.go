@@ -221,6 +221,15 @@ func TestAuth(t *testing.T) {
 	if out, code := cli(nil, "tools", "--tag", "math"); code != 1 || !strings.Contains(out, "unauthorized") {
 		t.Fatalf("CLI without a token: exit %d\n%s", code, out)
 	}
+	// The event stream words a refusal like every other command: the API's
+	// code and message, not the raw error body.
+	if out, code := cli(nil, "events"); code != 1 || !strings.HasPrefix(out, "host events: unauthorized: ") || strings.Contains(out, `{"error"`) {
+		t.Fatalf("CLI events without a token: exit %d\n%s", code, out)
+	}
+	// Under --json a refused call prints the daemon's error body as sent.
+	if out, code := cli(nil, "call", "calc.evaluate", `{"expression":"2+2"}`, "--json"); code != 1 || !strings.HasPrefix(out, `{"error":{"code":"unauthorized"`) {
+		t.Fatalf("CLI call --json without a token: exit %d\n%s", code, out)
+	}
 	if out, code := cli(nil, "call", "calc.evaluate", `{"expression":"2+2"}`, "--token-file", tokFile); code != 0 || !strings.Contains(out, "4") {
 		t.Fatalf("CLI call with --token-file: exit %d\n%s", code, out)
 	}
