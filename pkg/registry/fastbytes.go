@@ -161,6 +161,9 @@ func (p *byteParser) object(f *fastSchema, depth int) bool {
 	if f != nil && f.typ != "" && f.typ != "object" {
 		return false
 	}
+	if f != nil && f.enum != nil {
+		return false // an enum holds scalars only (compileFast), so no object is in it
+	}
 	if f != nil && len(f.required) > 64 {
 		return false // beyond the bitmask: not sure
 	}

@@ -54,6 +54,7 @@ func TestFastSchemaNeverMoreLenient(t *testing.T) {
 		`{"tags":["a","b","c","d"]}`, `{"tags":["a",""]}`, `{"tags":["a",1]}`, `{"tags":[]}`,
 		`{"nested":{}}`, `{"nested":{"x":1}}`, `{"nested":{"x":1.5}}`, `{"nothing":null}`, `{"nothing":0}`, `{"any":[1,{"a":2}]}`,
 		`{"e":1}`, `{"e":1.0}`, `{"e":"one"}`, `{"e":"two"}`, `{"e":null}`, `{"e":false}`, `{"n":12345678901234567890}`,
+		`{"e":{}}`, `{"e":{"a":1}}`, `{"e":[]}`, `{"e":[1]}`,
 		`{"items":null}`, `{"items":["a"]}`, `{"items":[1]}`, `{"items":null,"next":null}`, `{"items":[],"next":"x"}`,
 		`{"items":[],"next":1}`, `{"items":[],"m":null}`, `{"items":[],"m":{"x":"1"}}`, `null`,
 	}
@@ -91,7 +92,7 @@ func checkAgreement(t *testing.T, schema string, full func(any) error, fast *fas
 }
 
 func FuzzFastSchemaNeverMoreLenient(f *testing.F) {
-	for _, a := range []string{`{"n":1}`, `{"expression":"x","angle_unit":"deg"}`, `{"tags":["a"]}`, `{"nested":{"x":2}}`, `{"e":1}`, `{"items":null,"m":null}`} {
+	for _, a := range []string{`{"n":1}`, `{"expression":"x","angle_unit":"deg"}`, `{"tags":["a"]}`, `{"nested":{"x":2}}`, `{"e":1}`, `{"e":{}}`, `{"items":null,"m":null}`} {
 		f.Add(a)
 	}
 	type pair struct {
