@@ -13,9 +13,11 @@ type openaiToolsBody struct {
 }
 
 // openaiTools returns the same pick as /v1/tools as a tools payload ready
-// for an OpenAI-compatible chat completion request.
+// for an OpenAI-compatible chat completion request. Without a limit it is
+// the registry's default of 5, with or without text: this payload goes to
+// a model, which should see a few tools, not the catalog.
 func (s *Server) openaiTools(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r)
+	q, _, err := query(r)
 	if err != nil {
 		writeError(w, err)
 		return

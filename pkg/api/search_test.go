@@ -146,6 +146,18 @@ func TestSearchAPI(t *testing.T) {
 		if got := out.Tools[0].Function.Name; got != "calc__convert_units" {
 			t.Errorf("first tool %s, want calc__convert_units", got)
 		}
+		// Without a limit the model gets the default 5, with or without
+		// text, where /v1/tools lists every match of a filter.
+		if all := getTools(t, d, url.Values{"read_only": {"true"}}); len(all) <= 5 {
+			t.Fatalf("the examples need more than 5 read-only tools for this check, have %d", len(all))
+		}
+		for _, params := range []string{"", "read_only=true", "q=text"} {
+			status, body := d.Do(t, http.MethodGet, "/v1/openai/tools?"+params, nil)
+			var got struct{ Tools []openai.Tool }
+			if status != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Tools) == 0 || len(got.Tools) > 5 {
+				t.Errorf("GET /v1/openai/tools?%s = %d with %d tools, want 1 to 5", params, status, len(got.Tools))
+			}
+		}
 		for _, ot := range out.Tools {
 			if ot.Type != openai.ToolTypeFunction || ot.Function == nil {
 				t.Fatalf("not a function tool: %+v", ot)

@@ -157,56 +157,62 @@ func view(t *registry.Tool) toolView { return toolView{Tool: t, Available: t.Ava
 // other is refused, so a typo (tag= for tags=) does not silently list all.
 var queryParams = map[string]bool{"q": true, "tags": true, "match": true, "skills": true, "read_only": true, "limit": true}
 
-// query reads q, tags, match, skills, read_only and limit.
-func query(r *http.Request) (registry.Query, error) {
+// query reads q, tags, match, skills, read_only and limit. ranked reports
+// whether any of them was given: /v1/tools then answers a ranked pick in
+// place of the plain list. A limit not given stays 0, and each endpoint
+// applies its own default.
+func query(r *http.Request) (q registry.Query, ranked bool, err error) {
 	v := r.URL.Query()
 	for k := range v {
 		if !queryParams[k] {
-			return registry.Query{}, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k)
+			return q, false, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k)
 		}
 	}
-	q := registry.Query{Text: v.Get("q"), MatchAll: v.Get("match") == "all", ReadOnly: v.Get("read_only") == "true"}
+	q = registry.Query{Text: v.Get("q"), MatchAll: v.Get("match") == "all", ReadOnly: v.Get("read_only") == "true"}
 	q.Tags, q.Skills = httpjson.ListParam(v, "tags"), httpjson.ListParam(v, "skills")
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > registry.MaxLimit {
-			return q, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l)
+			return q, false, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l)
 		}
 		q.Limit = n
-	} else if q.Text == "" {
-		q.Limit = registry.MaxLimit // a filter with no text lists every match, not the top 5
 	}
 	if m := v.Get("match"); m != "" && m != "all" && m != "any" {
-		return q, badRequest(`match must be "any" or "all", not %q`, m)
+		return q, false, badRequest(`match must be "any" or "all", not %q`, m)
 	}
-	return q, nil
+	return q, len(v) > 0, nil
 }
 
 type toolsBody struct {
 	Tools []toolView `json:"tools"`
 }
 
-// listTools lists every tool, or ranks them when a query, tags or a filter
-// are given.
+// listTools lists every tool, or ranks them when any query parameter is
+// given. A pick with text keeps the registry's default of 5; one with only
+// filters lists every match (up to MaxLimit), since nothing ranks them.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r)
+	q, ranked, err := query(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	snap := s.cfg.Registry.Snapshot()
 	out := toolsBody{Tools: []toolView{}}
-	if q.Text == "" && len(q.Tags) == 0 && len(q.Skills) == 0 && !q.ReadOnly && r.URL.Query().Get("limit") == "" {
+	if !ranked {
 		for _, t := range snap.Tools() {
 			out.Tools = append(out.Tools, view(t))
 		}
-	} else {
-		for _, h := range snap.SearchContext(r.Context(), q) {
-			tv := view(h.Tool)
-			score := h.Score
-			tv.Score = &score
-			out.Tools = append(out.Tools, tv)
-		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	if q.Limit == 0 && q.Text == "" {
+		q.Limit = registry.MaxLimit
+	}
+	for _, h := range snap.SearchContext(r.Context(), q) {
+		tv := view(h.Tool)
+		score := h.Score
+		tv.Score = &score
+		out.Tools = append(out.Tools, tv)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
