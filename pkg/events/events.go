@@ -28,9 +28,8 @@ type Event struct {
 // Bus fans events out to subscribers and keeps the most recent ones for
 // late joiners (the console's timeline).
 type Bus struct {
-	seq atomic.Uint64
-
-	mu     sync.Mutex // guards subs and recent
+	mu     sync.Mutex // guards seq, subs and recent
+	seq    uint64
 	subs   map[*Subscription]struct{}
 	recent []Event
 	keep   int
@@ -83,12 +82,16 @@ func (b *Bus) Publish(e Event) { b.publish(e, true) }
 func (b *Bus) Notify(e Event) { b.publish(e, false) }
 
 func (b *Bus) publish(e Event, remember bool) {
-	e.Seq = b.seq.Add(1)
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Numbered under the lock that orders delivery, so that every
+	// subscriber, and Recent, sees seq rise by one per event even when
+	// the loader, the registry and the call pulse publish at once.
+	b.seq++
+	e.Seq = b.seq
 	if remember && b.keep > 0 {
 		if len(b.recent) >= b.keep {
 			copy(b.recent, b.recent[1:])

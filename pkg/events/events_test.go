@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -63,4 +64,32 @@ func TestPulseCallsAndNotify(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// Publishers racing (the loader, the registry and the call pulse do) still
+// deliver seq in order, one apart, to every subscriber and to Recent.
+func TestSeqInOrderUnderConcurrentPublishers(t *testing.T) {
+	const publishers, each = 8, 500
+	b := New(publishers * each)
+	sub := b.Subscribe(publishers * each)
+	defer sub.Close()
+	var wg sync.WaitGroup
+	for range publishers {
+		wg.Go(func() {
+			for range each {
+				b.Publish(Event{Type: "lifecycle"})
+			}
+		})
+	}
+	wg.Wait()
+	for i := uint64(1); i <= publishers*each; i++ {
+		if e := <-sub.C; e.Seq != i {
+			t.Fatalf("event %d delivered with seq %d", i, e.Seq)
+		}
+	}
+	for i, e := range b.Recent() {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("recent[%d] has seq %d", i, e.Seq)
+		}
+	}
 }
