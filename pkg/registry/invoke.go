@@ -50,9 +50,13 @@ func (r *Registry) InvokePermitted(ctx context.Context, name string, args []byte
 	start := time.Now()
 	res, err := r.invoke(ctx, name, args, start, permit)
 	if r.cfg.OnCall != nil {
+		// One label per tool: a failed call named skill__tool is counted
+		// under skill.tool, as its successful calls are.
 		tool := name
 		if res != nil {
 			tool = res.Tool
+		} else if skill, t, err := SplitName(name); err == nil {
+			tool = Qualified(skill, t)
 		}
 		r.cfg.OnCall(tool, CodeOf(err), time.Since(start))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -381,5 +382,34 @@ func TestPermitIsCheckedOnTheSnapshotTheCallRunsOn(t *testing.T) {
 	}
 	if _, err := r.InvokePermitted(context.Background(), "db.query", []byte(`{"n":1}`), nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// OnCall names a tool one way whichever name the caller used and whether
+// the call failed, so its metrics are one series; a name that is no tool
+// is passed on as given, for the hook to fold.
+func TestOnCallNamesToolOneWay(t *testing.T) {
+	type call struct {
+		tool string
+		code Code
+	}
+	var mu sync.Mutex
+	var got []call
+	r := New(Config{OnCall: func(tool string, code Code, _ time.Duration) {
+		mu.Lock()
+		got = append(got, call{tool, code})
+		mu.Unlock()
+	}})
+	if _, err := r.Put(spec("calc", "1.0.0", &memBackend{version: "1.0.0"}, "add")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r.Invoke(ctx, "calc__add", []byte(`{"n":1}`))
+	r.Invoke(ctx, "calc__add", []byte(`{"n":"one"}`))
+	r.Invoke(ctx, "calc.add", []byte(`{"n":"one"}`))
+	r.Invoke(ctx, "calc__nope", []byte(`{}`))
+	want := []call{{"calc.add", ""}, {"calc.add", CodeInvalidArguments}, {"calc.add", CodeInvalidArguments}, {"calc.nope", CodeUnknownTool}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnCall saw %v, want %v", got, want)
 	}
 }
