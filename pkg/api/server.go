@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -276,11 +277,29 @@ func writeResult(w http.ResponseWriter, res *registry.Result) {
 	w.Write(buf)
 }
 
+// rescanError words a failed rescan: the loader's own *registry.Error as it
+// is, the 2-minute wait running out as a timeout (the scan went on; skills
+// still act on it), the caller going away as canceled, and anything else
+// (the tree unreadable, the loader closed) as internal.
+func rescanError(caller context.Context, err error) *registry.Error {
+	var e *registry.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case caller.Err() != nil:
+		return registry.Errorf(registry.CodeCanceled, "rescan: the caller went away")
+	case errors.Is(err, context.DeadlineExceeded):
+		return registry.Errorf(registry.CodeTimeout, "rescan: the tree was scanned, but not every skill acted on it within 2 minutes; see GET /v1/skills")
+	default:
+		return registry.Errorf(registry.CodeInternal, "rescan: %v", err)
+	}
+}
+
 func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 	defer cancel()
 	if err := s.cfg.Skills.Rescan(ctx); err != nil {
-		writeError(w, registry.Errorf(registry.CodeInternal, "rescan: %v", err))
+		writeError(w, rescanError(r.Context(), err))
 		return
 	}
 	s.listSkills(w, r)
