@@ -1028,3 +1028,31 @@ func TestSkillGOMAXPROCS(t *testing.T) {
 		}
 	})
 }
+
+// A serving version whose folder is left incomplete for good (its binary
+// overwritten, its manifest's sha256 not) keeps serving, but does not hold
+// back a newer version that arrives beside it.
+func TestIncompleteServingFolderYieldsToNewer(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := h.install("svc", "1.0.0", nil)
+	h.start()
+	h.waitVersion("svc", "1.0.0", time.Second)
+	data, err := os.ReadFile(testSkillBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skill"), append(data, "\x00changed"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		v, ok := versionState(h.status("svc"), "1.0.0")
+		return ok && v.State == StateActive && strings.Contains(v.Problems.Error(), "sha256 mismatch")
+	}) {
+		t.Fatalf("the overwritten folder was not judged incomplete: %+v", h.status("svc"))
+	}
+	if r, err := h.echo("svc.echo"); err != nil || r.Version != "1.0.0" {
+		t.Fatalf("while its folder is incomplete, 1.0.0 should keep serving: %+v, %v", r, err)
+	}
+	h.install("svc", "2.0.0", nil)
+	h.waitVersion("svc", "2.0.0", 5*time.Second)
+}

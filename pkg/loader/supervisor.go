@@ -179,29 +179,23 @@ func (s *supervisor) pickTarget(d desired) (*manifest.Version, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var valid []manifest.Version
+	// The serving version's own folder being rewritten (cp over its binary, then its
+	// manifest) looks incomplete until the copy ends. The instance runs from a private
+	// copy and still works, so it keeps serving: retiring it, or falling back to an older
+	// version, would fail calls for the length of a copy. A version that ranks above it
+	// still takes over, so a folder left incomplete for good holds nothing back.
+	var rewritten *manifest.Version
 	for _, v := range d.versions {
 		if v.Status == manifest.StatusValid {
 			valid = append(valid, v)
 		}
-		// The serving version's own folder being rewritten (cp over its binary, then its
-		// manifest) looks incomplete until the copy ends. The instance runs from a private
-		// copy and still works, so it keeps serving: retiring it, or falling back to an older
-		// version, would fail calls for the length of a copy.
 		if v.Status == manifest.StatusIncomplete && s.active != nil && v.Version == s.active.ver.Version &&
 			(d.pin == "" || d.pin == v.Version) {
 			keep := s.active.ver
-			return &keep, ""
+			rewritten = &keep
 		}
 	}
-	// Stable versions first, newest first; a pre-release (2.0.0-rc.1) serves
-	// only when pinned or when no stable version is valid, so dropping a
-	// release candidate beside 1.9.0 does not put it in production.
-	sort.SliceStable(valid, func(i, j int) bool {
-		if pi, pj := prerelease(valid[i]), prerelease(valid[j]); pi != pj {
-			return !pi
-		}
-		return newer(valid[i], valid[j])
-	})
+	sort.SliceStable(valid, func(i, j int) bool { return ranksAbove(valid[i], valid[j]) })
 	for i := range valid {
 		v := &valid[i]
 		if d.pin != "" && v.Version != d.pin {
@@ -213,7 +207,13 @@ func (s *supervisor) pickTarget(d desired) (*manifest.Version, string) {
 		if _, bad := s.incomplete[v.Fingerprint]; bad {
 			continue
 		}
+		if rewritten != nil && !ranksAbove(*v, *rewritten) {
+			break
+		}
 		return v, ""
+	}
+	if rewritten != nil {
+		return rewritten, ""
 	}
 	// Nothing better: keep what serves, if it is still on disk as it was.
 	if s.active != nil {
@@ -233,6 +233,17 @@ func (s *supervisor) pickTarget(d desired) (*manifest.Version, string) {
 	default:
 		return nil, "no version on disk"
 	}
+}
+
+// ranksAbove orders versions for serving: stable versions first, newest
+// first; a pre-release (2.0.0-rc.1) serves only when pinned or when no
+// stable version is valid, so dropping a release candidate beside 1.9.0
+// does not put it in production.
+func ranksAbove(a, b manifest.Version) bool {
+	if pa, pb := prerelease(a), prerelease(b); pa != pb {
+		return !pa
+	}
+	return newer(a, b)
 }
 
 func prerelease(v manifest.Version) bool { return v.Semver != nil && v.Semver.Prerelease() != "" }
