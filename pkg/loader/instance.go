@@ -71,7 +71,7 @@ type instance struct {
 	stopping   atomic.Bool   // set before a deliberate kill, so exit is not a crash
 	threadDone chan struct{} // the thread-locked goroutine has ended
 	stopOnce   sync.Once
-	onExit     func(*instance) // called once on an exit that was not asked for
+	onExit     func(*instance) // called once on an exit that was not asked for, before exited closes
 }
 
 var _ registry.Backend = (*instance)(nil)
@@ -264,22 +264,27 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 // watchExit blocks until the process is gone. It runs on the locked
 // thread, keeping that thread (the Pdeathsig parent) alive meanwhile.
 func (inst *instance) watchExit(client *plugin.Client) {
-	if rc := client.ReattachConfig(); rc != nil && rc.Pid > 0 {
+	rc := client.ReattachConfig()
+	if rc != nil && rc.Pid > 0 {
 		waitExit(rc.Pid, client.Exited)
+	} else {
+		pollExit(client.Exited)
+	}
+	// Told at once, before the wait below: the tools must go unavailable
+	// now, even while the supervisor is busy launching another version.
+	if !inst.stopping.Load() && inst.onExit != nil {
+		inst.onExit(inst)
+	}
+	if rc != nil && rc.Pid > 0 {
 		// go-plugin reaps the process and logs its exit status just after;
 		// a moment's wait lets a crash report say how the process ended.
 		for deadline := time.Now().Add(200 * time.Millisecond); !client.Exited() && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
-	} else {
-		pollExit(client.Exited)
 	}
 	// Its orphans are the host's children by now (Config.Subreaper).
 	inst.sweeper.trigger()
 	close(inst.exited)
-	if !inst.stopping.Load() && inst.onExit != nil {
-		inst.onExit(inst)
-	}
 }
 
 // pollExit is the fallback where the process cannot be waited on.

@@ -1056,3 +1056,31 @@ func TestIncompleteServingFolderYieldsToNewer(t *testing.T) {
 	h.install("svc", "2.0.0", nil)
 	h.waitVersion("svc", "2.0.0", 5*time.Second)
 }
+
+// A crash marks the skill's tools unavailable at once even while its
+// supervisor is busy launching another version, so callers get the
+// retryable skill_unavailable, not skill_crashed, for the whole launch.
+func TestCrashWhileLaunchingMarksUnavailable(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StartTimeout = 4 * time.Second })
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	r, err := h.echo("svc.echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.install("svc", "2.0.0", map[string]string{"TESTSKILL_MODE": "nohandshake"})
+	if !testenv.WaitFor(3*time.Second, func() bool {
+		v, _ := versionState(h.status("svc"), "2.0.0")
+		return v.State == StateStarting
+	}) {
+		t.Fatalf("2.0.0 never started launching: %+v", h.status("svc"))
+	}
+	syscall.Kill(r.PID, syscall.SIGKILL)
+	if !testenv.WaitFor(time.Second, func() bool {
+		_, err := h.echo("svc.echo")
+		return registry.CodeOf(err) == registry.CodeSkillUnavailable
+	}) {
+		_, err := h.echo("svc.echo")
+		t.Fatalf("a second after the crash, with 2.0.0 still launching, a call gets %v; want skill_unavailable", err)
+	}
+}

@@ -351,18 +351,24 @@ func (s *supervisor) drain(inst *instance, reason string) {
 	}()
 }
 
-// onExit is called by an instance's exit watcher on an exit nobody asked for.
+// onExit is called by an instance's exit watcher on an exit nobody asked
+// for, as soon as the process is gone. The tools go unavailable here, not on
+// the run loop, which may be busy launching a version for many seconds; the
+// registry ignores it unless inst is what serves.
 func (s *supervisor) onExit(inst *instance) {
+	s.l.reg.SetAvailable(s.name, inst, false, "crashed")
 	select {
 	case s.crashCh <- inst:
 	default: // the run loop is behind; a crash of the active instance is never lost because the channel holds 16
 	}
 }
 
-// onCrash handles the death of a serving process: its tools become
-// unavailable at once, and a restart is scheduled with capped exponential
-// backoff (reset after sustained uptime).
+// onCrash handles the death of a serving process on the run loop (onExit
+// has made its tools unavailable already): the crash is recorded and
+// announced, and a restart is scheduled with capped exponential backoff
+// (reset after sustained uptime).
 func (s *supervisor) onCrash(inst *instance) {
+	<-inst.exited // reaped, or given up on after a moment: how it ended is as known as it gets
 	s.mu.Lock()
 	if inst != s.active {
 		s.mu.Unlock()
@@ -377,7 +383,6 @@ func (s *supervisor) onCrash(inst *instance) {
 	s.restarts[ver.Version]++
 	s.lastErr[ver.Version] = why
 	s.mu.Unlock()
-	s.l.reg.SetAvailable(s.name, inst, false, "crashed")
 	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateActive, State: StateCrashed, Reason: why})
 	inst.kill() // reap its process group and run folder
 	if time.Since(inst.startedAt) >= s.l.cfg.RestartResetAfter {
