@@ -45,6 +45,11 @@ func outputSchemaFor[T any]() (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(raw) == 0 || raw[0] != '{' {
+		// A boolean schema: true, for a json.RawMessage or an interface
+		// result, which may be any JSON value, null included.
+		return raw, nil
+	}
 	t := reflect.TypeFor[T]()
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {

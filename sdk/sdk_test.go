@@ -153,3 +153,32 @@ func TestManifestSkeleton(t *testing.T) {
 		t.Fatalf("skeleton = %+v", m)
 	}
 }
+
+// TestAnyResult serves tools whose Out is json.RawMessage or any, whose
+// schema is true (any JSON value): registering them used to panic.
+func TestAnyResult(t *testing.T) {
+	s := sdk.New("loose", "1.0.0", "Returns whatever it likes.")
+	sdk.Tool(s, "raw", "Return JSON as is.", func(ctx context.Context, in struct{}) (json.RawMessage, error) {
+		return json.RawMessage(`{"a": [1, 2]}`), nil
+	})
+	sdk.Tool(s, "any", "Return a number.", func(ctx context.Context, in struct{}) (any, error) {
+		return 42, nil
+	})
+	c := skilltest.Start(t, s)
+	ctx := context.Background()
+	d, err := c.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range d.Tools {
+		if string(tool.OutputSchema) != "true" {
+			t.Errorf("%s: output schema %s, want true", tool.Name, tool.OutputSchema)
+		}
+	}
+	if res, err := c.Call(ctx, "raw", struct{}{}); err != nil || string(res) != `{"a": [1, 2]}` {
+		t.Errorf("raw = %s, %v; want the handler's bytes unchanged", res, err)
+	}
+	if res, err := c.Call(ctx, "any", struct{}{}); err != nil || string(res) != `42` {
+		t.Errorf("any = %s, %v", res, err)
+	}
+}

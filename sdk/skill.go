@@ -74,7 +74,8 @@ func ReadOnly() ToolOption {
 
 // Tool registers a typed tool on s. In must be a struct (or a map) whose JSON
 // form is an object: it becomes the tool's input schema. Out is encoded with
-// encoding/json; a json.RawMessage is passed through unchanged.
+// encoding/json; a json.RawMessage is passed through unchanged. The output
+// schema of a json.RawMessage or an interface type is true (any JSON value).
 //
 // Tool panics on a programming error (bad name, duplicate, non-object input),
 // because those are caught the first time the skill runs in a test.
