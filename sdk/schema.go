@@ -24,6 +24,11 @@ var reflector = &jsonschema.Reflector{
 // host compiles every tool schema as draft 2020-12 anyway.
 func schemaFor[T any]() (json.RawMessage, error) {
 	t := reflect.TypeFor[T]()
+	if rt := recursive(t, nil, map[reflect.Type]bool{}); rt != nil {
+		// Inlined, its schema would never end: the reflector overflows the
+		// stack, which no recover catches.
+		return nil, fmt.Errorf("%s contains itself (through %s): recursive types are not supported as tool input or output, because the SDK inlines every schema without $ref", t, rt)
+	}
 	s := reflector.ReflectFromType(t)
 	s.Version = ""
 	b, err := json.Marshal(s)
@@ -68,6 +73,46 @@ func outputSchemaFor[T any]() (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
+// customSchema is the reflector's hook for a type that writes its own
+// schema; the reflector does not look inside such a type.
+type customSchema interface{ JSONSchema() *jsonschema.Schema }
+
+var customSchemaType = reflect.TypeFor[customSchema]()
+
+// recursive returns a struct type that contains itself, through the fields
+// and elements the reflector follows from t, or nil. path holds the structs
+// being walked; done the ones already found to end.
+func recursive(t reflect.Type, path []reflect.Type, done map[reflect.Type]bool) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return recursive(t.Elem(), path, done)
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	if done[t] || t.Implements(customSchemaType) {
+		return nil
+	}
+	if slices.Contains(path, t) {
+		return t
+	}
+	path = append(path, t)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if (!f.IsExported() && !f.Anonymous) || f.Tag.Get("json") == "-" || f.Tag.Get("jsonschema") == "-" {
+			continue
+		}
+		if rt := recursive(f.Type, path, done); rt != nil {
+			return rt
+		}
+	}
+	done[t] = true
+	return nil
+}
+
 // nullable reports whether encoding/json may write a value of t as null.
 func nullable(t reflect.Type) bool {
 	switch t.Kind() {
@@ -89,8 +134,8 @@ func addNull(s map[string]any) bool {
 
 // allowNull walks schema s of type t and marks every nested value that may
 // encode as null. The reflector inlines every type, so the schema's shape
-// follows the Go type's; depth guards recursive types. It reports whether
-// it changed anything.
+// follows the Go type's (schemaFor refuses recursive types; depth is a
+// last guard). It reports whether it changed anything.
 func allowNull(s map[string]any, t reflect.Type, depth int) (changed bool) {
 	if depth > 32 {
 		return false

@@ -1,8 +1,11 @@
 package sdk
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +88,76 @@ func TestOutputSchemaAllowsWhatJSONWritesAsNull(t *testing.T) {
 	want, _ := schemaFor[plain]()
 	if string(got) != string(want) {
 		t.Errorf("plain struct: %s, want the reflector's %s", got, want)
+	}
+}
+
+type Node struct {
+	Name     string  `json:"name"`
+	Children []*Node `json:"children,omitempty"`
+}
+
+type treeA struct {
+	B map[string]treeB `json:"b"`
+}
+
+type treeB struct {
+	A []treeA `json:"a"`
+}
+
+type selfEmbed struct {
+	*selfEmbed
+	X int `json:"x"`
+}
+
+type shared struct {
+	Left, Right Page
+	Up          *Node `json:"-"`
+}
+
+// panicOf runs f and returns what it panicked with, or "".
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg = fmt.Sprint(p)
+		}
+	}()
+	f()
+	return ""
+}
+
+// TestRecursiveTypesPanic checks that Tool refuses a type that contains
+// itself, naming it, instead of overflowing the stack, and that a type
+// using another twice, or skipping its recursive field, is not taken for
+// one.
+func TestRecursiveTypesPanic(t *testing.T) {
+	handler := func(ctx context.Context, in struct{}) (struct{}, error) { return struct{}{}, nil }
+	for _, c := range []struct {
+		name  string
+		tool  func(s *Skill)
+		panic string // "" for none
+	}{
+		{"input", func(s *Skill) {
+			Tool(s, "t", "d", func(ctx context.Context, in Node) (struct{}, error) { return struct{}{}, nil })
+		}, `sdk: tool "t": input: sdk.Node contains itself (through sdk.Node): recursive types are not supported as tool input or output`},
+		{"output", func(s *Skill) {
+			Tool(s, "t", "d", func(ctx context.Context, in struct{}) ([]Node, error) { return nil, nil })
+		}, `sdk: tool "t": output: []sdk.Node contains itself (through sdk.Node): recursive types`},
+		{"mutual", func(s *Skill) {
+			Tool(s, "t", "d", func(ctx context.Context, in treeA) (struct{}, error) { return struct{}{}, nil })
+		}, "sdk.treeA contains itself (through sdk.treeA)"},
+		{"embedded", func(s *Skill) {
+			Tool(s, "t", "d", func(ctx context.Context, in struct{}) (selfEmbed, error) { return selfEmbed{}, nil })
+		}, "sdk.selfEmbed contains itself (through sdk.selfEmbed)"},
+		{"shared, skipped", func(s *Skill) {
+			Tool(s, "t", "d", func(ctx context.Context, in shared) (shared, error) { return shared{}, nil })
+			Tool(s, "u", "d", handler)
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := panicOf(func() { c.tool(New("p", "1.0.0", "d")) })
+			if c.panic == "" && got != "" || !strings.Contains(got, c.panic) {
+				t.Errorf("panic %q, want one containing %q", got, c.panic)
+			}
+		})
 	}
 }

@@ -77,8 +77,9 @@ func ReadOnly() ToolOption {
 // encoding/json; a json.RawMessage is passed through unchanged. The output
 // schema of a json.RawMessage or an interface type is true (any JSON value).
 //
-// Tool panics on a programming error (bad name, duplicate, non-object input),
-// because those are caught the first time the skill runs in a test.
+// Tool panics on a programming error (bad name, duplicate, non-object input,
+// a recursive In or Out type), because those are caught the first time the
+// skill runs in a test.
 func Tool[In, Out any](s *Skill, name, description string, h func(ctx context.Context, in In) (Out, error), opts ...ToolOption) {
 	if !nameRE.MatchString(name) {
 		panic(fmt.Sprintf("sdk: tool name %q must match %s", name, nameRE))
@@ -88,7 +89,7 @@ func Tool[In, Out any](s *Skill, name, description string, h func(ctx context.Co
 	}
 	in, err := schemaFor[In]()
 	if err != nil {
-		panic("sdk: " + err.Error())
+		panic(fmt.Sprintf("sdk: tool %q: input: %v", name, err))
 	}
 	var probe struct {
 		Type any `json:"type"`
@@ -98,7 +99,7 @@ func Tool[In, Out any](s *Skill, name, description string, h func(ctx context.Co
 	}
 	out, err := outputSchemaFor[Out]()
 	if err != nil {
-		panic("sdk: " + err.Error())
+		panic(fmt.Sprintf("sdk: tool %q: output: %v", name, err))
 	}
 	td := &toolDef{
 		name: name, description: description, input: in, output: out,
