@@ -106,7 +106,7 @@ flags:
 	}
 	fs.StringVar(&f.skills, "skills", envOr("SKILLHOST_SKILLS", "./skills"), "embedded: the skills tree to serve and watch (env SKILLHOST_SKILLS); use an absolute path, a client's working folder is anyone's guess")
 	fs.StringVar(&f.stateDir, "state-dir", os.Getenv("SKILLHOST_STATE_DIR"), "embedded: read operator decisions (disable, pin) from this folder, e.g. the daemon's --state-dir (default: none)")
-	fs.StringVar(&f.runDir, "run-dir", "", "embedded: folder for the private copies of running skills (default: a new temp folder)")
+	fs.StringVar(&f.runDir, "run-dir", "", "embedded: folder in which the host makes its own folder for the private copies of running skills (default: the temp folder)")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "embedded: how long a replaced version may finish its calls")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 10*time.Second, "embedded: how long a skill may take to start and describe itself")
 	fs.DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "embedded: quiet period that merges bursts of file changes")

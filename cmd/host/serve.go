@@ -72,7 +72,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.listen, "listen", envOr("SKILLHOST_LISTEN", "127.0.0.1:7070"), "listen address host:port, or unix:/path/to.sock (env SKILLHOST_LISTEN)")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "file holding the bearer token the API requires (the admin token); a token is required for a non-loopback listen address")
 	fs.StringVar(&f.invokeTokenFile, "invoke-token-file", os.Getenv("SKILLHOST_INVOKE_TOKEN_FILE"), "file holding a second token that may read and call tools but not rescan, disable, enable or pin")
-	fs.StringVar(&f.runDir, "run-dir", "", "folder for the private copies of running skills (default: a new temp folder)")
+	fs.StringVar(&f.runDir, "run-dir", "", "folder in which the host makes its own folder for the private copies of running skills (default: the temp folder)")
 	logFlags(fs, &f.logFormat, &f.logLevel)
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "how long a replaced or stopping version may finish its calls")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 10*time.Second, "how long a skill may take to start and describe itself")

@@ -27,8 +27,12 @@ type Config struct {
 	Registry *registry.Registry // required
 	Logger   hclog.Logger
 
-	// RunDir holds the private copies of running entrypoints. Default: a
-	// new folder under os.TempDir, removed on Close.
+	// RunDir is where the private copies of running entrypoints go: the
+	// loader makes a folder of its own in it (skillhost-run-*), removes it
+	// on Close, and removes those of hosts that died without doing so. It is
+	// never emptied, so sharing it (a daemon and an embedded host mcp) or
+	// pointing it at a folder that holds other files is safe. Default:
+	// os.TempDir.
 	RunDir string
 	// Grace is how long a replaced or stopping version may finish its
 	// in-flight calls. Default 30 s.
@@ -109,12 +113,11 @@ type Config struct {
 
 // Loader runs the skills of one tree.
 type Loader struct {
-	cfg       Config
-	reg       *registry.Registry
-	log       hclog.Logger
-	ownRunDir bool
-	hashes    *manifest.HashCache
-	mtls      *clientCert // made once: see clientCert
+	cfg    Config
+	reg    *registry.Registry
+	log    hclog.Logger
+	hashes *manifest.HashCache
+	mtls   *clientCert // made once: see clientCert
 	// digestSaveFailing is set while saving DigestCache fails, so the
 	// warning is logged once; guarded by scanMu.
 	digestSaveFailing bool
@@ -150,8 +153,41 @@ const (
 	ownerFile    = "owner.pid"
 )
 
-// removeStaleRunDirs deletes the temporary run folders of hosts that died
-// without cleaning up (SIGKILL), found by the pid each one records.
+// makeRunDir makes this loader's run folder in parent (os.TempDir if
+// empty), after removing the stale ones there. With a skill user the
+// folder is searchable, not listable, by others: the skill user reaches
+// its copy by a path with a random part, inside a folder of its group.
+func makeRunDir(parent string, forSkillUser bool) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	} else if err := os.MkdirAll(parent, 0o711); err != nil {
+		return "", fmt.Errorf("loader: run folder: %w", err)
+	}
+	if forSkillUser {
+		if fi, err := os.Stat(parent); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return "", fmt.Errorf("loader: run folder %s is not searchable by the skill user (mode %04o): make it 0711, or choose another", parent, fi.Mode().Perm())
+		}
+	}
+	removeStaleRunDirs(parent)
+	dir, err := os.MkdirTemp(parent, runDirPrefix)
+	if err != nil {
+		return "", fmt.Errorf("loader: run folder: %w", err)
+	}
+	// Without its owner's pid a folder is never known to be stale, so a
+	// host killed later would leave it behind for good.
+	err = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	if err == nil && forSkillUser {
+		err = os.Chmod(dir, 0o711)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("loader: run folder %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// removeStaleRunDirs deletes the run folders of hosts that died without
+// cleaning up (SIGKILL), found by the pid each one records.
 func removeStaleRunDirs(tmp string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmp, runDirPrefix+"*"))
 	for _, d := range dirs {
@@ -241,36 +277,16 @@ func New(cfg Config) (*Loader, error) {
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
 		rewatch: make(chan struct{}, 1),
 	}
-	if cfg.RunDir == "" {
-		removeStaleRunDirs(os.TempDir())
-		dir, err := os.MkdirTemp("", runDirPrefix)
-		if err != nil {
-			return nil, fmt.Errorf("loader: run folder: %w", err)
-		}
-		os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
-		l.cfg.RunDir, l.ownRunDir = dir, true
-	} else {
-		// A given run folder belongs to this host alone: copies left by a
-		// host that was killed are stale.
-		entries, _ := os.ReadDir(cfg.RunDir)
-		for _, e := range entries {
-			os.RemoveAll(filepath.Join(cfg.RunDir, e.Name()))
-		}
+	dir, err := makeRunDir(cfg.RunDir, gid >= 0)
+	if err != nil {
+		return nil, err
 	}
-	if gid >= 0 {
-		// Searchable, not listable, by others: the skill user reaches its
-		// copy by a path with a random part, inside a folder of its group.
-		if err := os.Chmod(l.cfg.RunDir, 0o711); err != nil {
-			return nil, fmt.Errorf("loader: run folder: %w", err)
-		}
-	}
+	l.cfg.RunDir = dir
 	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid, hashes)
 	if len(cfg.Reaper) > 0 {
 		r, err := startReaper(cfg.Reaper)
 		if err != nil {
-			if l.ownRunDir {
-				os.RemoveAll(l.cfg.RunDir)
-			}
+			os.RemoveAll(l.cfg.RunDir)
 			return nil, err
 		}
 		l.reaper = r
@@ -279,9 +295,7 @@ func New(cfg Config) (*Loader, error) {
 		sw, err := newSweeper(l.log)
 		if err != nil {
 			l.reaper.close()
-			if l.ownRunDir {
-				os.RemoveAll(l.cfg.RunDir)
-			}
+			os.RemoveAll(l.cfg.RunDir)
 			return nil, fmt.Errorf("loader: %w", err)
 		}
 		sw.adopt(l.reaper.pid())
@@ -575,9 +589,7 @@ func (l *Loader) Close(ctx context.Context) error {
 			<-l.sweepStopped
 		}
 		l.reaper.close() // every skill is stopped: the watchdog may go
-		if l.ownRunDir {
-			os.RemoveAll(l.cfg.RunDir)
-		}
+		os.RemoveAll(l.cfg.RunDir)
 	})
 	return nil
 }

@@ -1084,3 +1084,43 @@ func TestCrashWhileLaunchingMarksUnavailable(t *testing.T) {
 		t.Fatalf("a second after the crash, with 2.0.0 still launching, a call gets %v; want skill_unavailable", err)
 	}
 }
+
+// A given run folder is a parent: the loader makes its own folder in it,
+// removes stale ones of dead hosts, and never touches anything else there.
+func TestGivenRunDirIsNeverEmptied(t *testing.T) {
+	parent := t.TempDir()
+	keep := filepath.Join(parent, "notes.txt")
+	os.WriteFile(keep, []byte("mine"), 0o600)
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, runDirPrefix+"stale")
+	os.MkdirAll(stale, 0o700)
+	os.WriteFile(filepath.Join(stale, ownerFile), []byte(fmt.Sprint(dead.Process.Pid)), 0o600)
+	newLoader := func() *Loader {
+		l, err := New(Config{Skills: t.TempDir(), Registry: registry.New(registry.Config{}), RunDir: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, b := newLoader(), newLoader() // two hosts sharing one --run-dir
+	for _, l := range []*Loader{a, b} {
+		if filepath.Dir(l.cfg.RunDir) != parent || !strings.HasPrefix(filepath.Base(l.cfg.RunDir), runDirPrefix) {
+			t.Fatalf("run folder %s, want a %s* folder in %s", l.cfg.RunDir, runDirPrefix, parent)
+		}
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale run folder of a dead host kept: %v", err)
+	}
+	a.Close(context.Background())
+	if _, err := os.Stat(b.cfg.RunDir); err != nil {
+		t.Errorf("closing one host removed the other's run folder: %v", err)
+	}
+	b.Close(context.Background())
+	entries, _ := os.ReadDir(parent)
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" || len(entries) != 1 {
+		t.Fatalf("the run folder's other contents were touched: %v, left %v", err, entries)
+	}
+}
