@@ -44,7 +44,9 @@ func schemaFor[T any]() (json.RawMessage, error) {
 // is the whole result) may be null, and its type says so ("type": ["array",
 // "null"]). Without this a handler returning a nil slice broke its own
 // output schema, and MCP clients, which check structuredContent against
-// it, refused the result.
+// it, refused the result. For the same reason the fields promoted from a
+// struct embedded by pointer are not required: a nil pointer leaves them
+// out.
 func outputSchemaFor[T any]() (json.RawMessage, error) {
 	raw, err := schemaFor[T]()
 	if err != nil {
@@ -153,7 +155,9 @@ func allowNull(s map[string]any, t reflect.Type, depth int) (changed bool) {
 		if !ok {
 			return false
 		}
-		for _, f := range jsonFields(t) {
+		fields := jsonFields(t)
+		changed = unrequirePromoted(s, fields)
+		for _, f := range fields {
 			ps, ok := props[f.name].(map[string]any)
 			if !ok {
 				continue
@@ -183,6 +187,38 @@ type jsonField struct {
 	name      string
 	typ       reflect.Type
 	omitempty bool
+	// viaPointer: promoted from a struct embedded by pointer, so absent
+	// when that pointer is nil. required: jsonschema:"required".
+	viaPointer, required bool
+}
+
+// unrequirePromoted drops from the required list of struct schema s the
+// fields promoted through an embedded pointer: encoding/json leaves them
+// out when the pointer is nil. A field tagged jsonschema:"required" stays,
+// as the author asked. It reports whether it changed s.
+func unrequirePromoted(s map[string]any, fields []jsonField) bool {
+	req, ok := s["required"].([]any)
+	if !ok {
+		return false
+	}
+	keep := map[string]bool{}
+	for _, f := range fields {
+		keep[f.name] = keep[f.name] || !f.viaPointer || f.required
+	}
+	out := slices.DeleteFunc(slices.Clone(req), func(n any) bool {
+		name, _ := n.(string)
+		k, known := keep[name]
+		return known && !k
+	})
+	if len(out) == len(req) {
+		return false
+	}
+	if len(out) == 0 {
+		delete(s, "required")
+	} else {
+		s["required"] = out
+	}
+	return true
 }
 
 // jsonFields lists the fields encoding/json writes for struct t, with the
@@ -203,7 +239,13 @@ func jsonFields(t reflect.Type) []jsonField {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				out = append(out, jsonFields(ft)...)
+				promoted := jsonFields(ft)
+				if f.Type.Kind() == reflect.Pointer {
+					for i := range promoted {
+						promoted[i].viaPointer = true
+					}
+				}
+				out = append(out, promoted...)
 				continue
 			}
 		}
@@ -214,7 +256,11 @@ func jsonFields(t reflect.Type) []jsonField {
 			name = f.Name
 		}
 		o := strings.Split(opts, ",")
-		out = append(out, jsonField{name: name, typ: f.Type, omitempty: slices.Contains(o, "omitempty") || slices.Contains(o, "omitzero")})
+		out = append(out, jsonField{
+			name: name, typ: f.Type,
+			omitempty: slices.Contains(o, "omitempty") || slices.Contains(o, "omitzero"),
+			required:  slices.Contains(strings.Split(f.Tag.Get("jsonschema"), ","), "required"),
+		})
 	}
 	return out
 }

@@ -161,3 +161,66 @@ func TestRecursiveTypesPanic(t *testing.T) {
 		})
 	}
 }
+
+type Meta struct {
+	Cursor string `json:"cursor"`
+	Total  int    `json:"total" jsonschema:"required"`
+}
+
+// TestOutputSchemaPromotedThroughPointer checks that the fields of a struct
+// embedded by pointer, which encoding/json leaves out when the pointer is
+// nil, are not required in an output schema (unless tagged required), and
+// that those of a struct embedded by value still are.
+func TestOutputSchemaPromotedThroughPointer(t *testing.T) {
+	type list struct {
+		*Meta
+		Items []string `json:"items"`
+	}
+	type byValue struct {
+		Meta
+		Items []string `json:"items"`
+	}
+	type onlyMeta struct {
+		*Page
+	}
+	required := func(raw json.RawMessage) []any {
+		t.Helper()
+		var s struct {
+			Required []any `json:"required"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Required
+	}
+	for _, c := range []struct {
+		what string
+		got  func() (json.RawMessage, error)
+		want []any
+	}{
+		{"*Meta", outputSchemaFor[list], []any{"total", "items"}},
+		{"Meta", outputSchemaFor[byValue], []any{"cursor", "total", "items"}},
+		{"*Page alone", outputSchemaFor[onlyMeta], nil},
+		{"[]list", func() (json.RawMessage, error) {
+			raw, err := outputSchemaFor[[]list]()
+			var s struct{ Items json.RawMessage }
+			json.Unmarshal(raw, &s)
+			return s.Items, err
+		}, []any{"total", "items"}},
+	} {
+		raw, err := c.got()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := required(raw); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: required %v, want %v (schema %s)", c.what, got, c.want, raw)
+		}
+	}
+	if b, _ := json.Marshal(list{Items: []string{}}); string(b) != `{"items":[]}` {
+		t.Fatalf("a nil *Meta encodes as %s; the test's premise is wrong", b)
+	}
+	in, _ := schemaFor[list]()
+	if got := required(in); !reflect.DeepEqual(got, []any{"cursor", "total", "items"}) {
+		t.Errorf("input schema: required %v; only the output schema changes", got)
+	}
+}
