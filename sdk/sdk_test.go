@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +181,48 @@ func TestAnyResult(t *testing.T) {
 	}
 	if res, err := c.Call(ctx, "any", struct{}{}); err != nil || string(res) != `42` {
 		t.Errorf("any = %s, %v", res, err)
+	}
+}
+
+// TestRefusedNamesPanic checks that New and Tool panic on what the host
+// would refuse when it loads the skill, so the skill's own test finds it.
+func TestRefusedNamesPanic(t *testing.T) {
+	handler := func(ctx context.Context, in struct{}) (addOut, error) { return addOut{}, nil }
+	panicOf := func(f func()) (msg string) {
+		defer func() {
+			if p := recover(); p != nil {
+				msg = fmt.Sprint(p)
+			}
+		}()
+		f()
+		return ""
+	}
+	long := strings.Repeat("x", 30)
+	for _, c := range []struct {
+		name string
+		f    func()
+		want string // "" for no panic
+	}{
+		{"valid", func() {
+			s := sdk.New("a-b_c2", "1.2.3-rc.1+build.5", "Fine.")
+			sdk.Tool(s, "do_it", "Does it.", handler)
+			sdk.Tool(s, strings.Repeat("t", 64-len("a-b_c2__")), "Fits in 64.", handler)
+		}, ""},
+		{"skill name", func() { sdk.New("Bad__Name", "1.0.0", "d") }, `sdk: skill name "Bad__Name" must match`},
+		{"skill name too long", func() { sdk.New(strings.Repeat("s", 33), "1.0.0", "d") }, "at most 32 characters"},
+		{"version", func() { sdk.New("ok", "v1.0", "d") }, `skill ok: version "v1.0" is not a semantic version`},
+		{"leading zero", func() { sdk.New("ok", "1.02.0", "d") }, `version "1.02.0"`},
+		{"numeric prerelease with a leading zero", func() { sdk.New("ok", "1.0.0-01", "d") }, `version "1.0.0-01"`},
+		{"skill description", func() { sdk.New("ok", "1.0.0", " \n") }, "skill ok: the description is empty"},
+		{"tool name", func() { sdk.Tool(sdk.New("ok", "1.0.0", "d"), "Bad__Name", "d", handler) }, `sdk: tool name "Bad__Name" must match`},
+		{"tool name too long", func() { sdk.Tool(sdk.New(long, "1.0.0", "d"), long+"yyy", "d", handler) }, "has more than 64 characters"},
+		{"tool description", func() { sdk.Tool(sdk.New("ok", "1.0.0", "d"), "t", "\t", handler) }, `sdk: tool "t": the description is empty`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := panicOf(c.f)
+			if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+				t.Errorf("panic %q, want one containing %q", got, c.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,8 +28,14 @@ var logger = hclog.New(&hclog.LoggerOptions{
 //
 // Arguments: --manifest prints the manifest skeleton as JSON and exits; with
 // no arguments the process expects to have been started by skillhost (or
-// another go-plugin host) and serves. Serve does not return.
+// another go-plugin host) and serves. Serve does not return. A skill the
+// host would refuse (a name, version or description changed since New to
+// one New refuses) makes it print why and exit with status 1.
 func (s *Skill) Serve() {
+	if err := s.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "sdk: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(1)
+	}
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "--manifest", "-manifest", "manifest":

@@ -3,15 +3,80 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Version is the SDK version reported to the host in Describe.
 const Version = "0.1.0"
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
+// The host's rules for names, versions and descriptions (pkg/registry's
+// names.go and compileSkill, pkg/manifest's load.go and manifest schema),
+// repeated here because the SDK cannot import the host, which imports the
+// SDK. Checking them at registration turns a skill the host would refuse
+// into a panic in the skill's own tests.
+var (
+	// nameRE is the rule for skill and tool names. It keeps "__" out of a
+	// name, so that skill__tool maps back to skill.tool.
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
+	// versionRE is a strict semantic version, as the version folder's name
+	// must be: MAJOR.MINOR.PATCH, an optional -prerelease and +build, no
+	// leading zeros, no "v".
+	versionRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)` +
+		`(-(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?` +
+		`(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+)
+
+const (
+	maxSkillName     = 32  // a skill folder's name
+	maxVersion       = 128 // the manifest's version
+	maxQualifiedName = 64  // skill__tool: OpenAI's limit on a function name
+)
+
+// checkSkill says what the host would refuse in a skill's name, version or
+// description, or returns nil.
+func checkSkill(name, version, description string) error {
+	var errs []error
+	if !nameRE.MatchString(name) || len(name) > maxSkillName {
+		errs = append(errs, fmt.Errorf("skill name %q must match %s and have at most %d characters", name, nameRE, maxSkillName))
+	}
+	if !versionRE.MatchString(version) || len(version) > maxVersion {
+		errs = append(errs, fmt.Errorf("skill %s: version %q is not a semantic version (MAJOR.MINOR.PATCH, no leading \"v\")", name, version))
+	}
+	if strings.TrimSpace(description) == "" {
+		errs = append(errs, fmt.Errorf("skill %s: the description is empty", name))
+	}
+	return errors.Join(errs...)
+}
+
+// checkTool says what the host would refuse in a tool's name or
+// description, or returns nil.
+func checkTool(skill, name, description string) error {
+	switch {
+	case !nameRE.MatchString(name):
+		return fmt.Errorf("tool name %q must match %s", name, nameRE)
+	case len(skill)+len("__")+len(name) > maxQualifiedName:
+		return fmt.Errorf("tool %q: %s__%s, its name for models, has more than %d characters", name, skill, name, maxQualifiedName)
+	case strings.TrimSpace(description) == "":
+		return fmt.Errorf("tool %q: the description is empty; it is what a model reads to choose the tool", name)
+	}
+	return nil
+}
+
+// check is checkSkill and checkTool over s as it is now: its exported
+// fields may have changed since New.
+func (s *Skill) check() error {
+	errs := []error{checkSkill(s.Name, s.Version, s.Description)}
+	for _, name := range s.order {
+		if err := checkTool(s.Name, name, s.tools[name].description); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Skill is a named, versioned set of tools. Build one with [New], add tools
 // with [Tool], then call [Skill.Serve] from main. A Skill is not safe for
@@ -51,8 +116,14 @@ type toolDef struct {
 }
 
 // New returns an empty skill. name must match the skill folder name and
-// version the version folder (semver) it is installed under.
+// version the version folder (semver) it is installed under. New panics on
+// what the host would refuse: a name that breaks the name rule (lowercase
+// words joined by single _ or -, at most 32 characters), a version that is
+// not a strict semantic version, an empty description.
 func New(name, version, description string) *Skill {
+	if err := checkSkill(name, version, description); err != nil {
+		panic("sdk: " + strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	return &Skill{Name: name, Version: version, Description: description, tools: map[string]*toolDef{}}
 }
 
@@ -77,12 +148,13 @@ func ReadOnly() ToolOption {
 // encoding/json; a json.RawMessage is passed through unchanged. The output
 // schema of a json.RawMessage or an interface type is true (any JSON value).
 //
-// Tool panics on a programming error (bad name, duplicate, non-object input,
-// a recursive In or Out type), because those are caught the first time the
-// skill runs in a test.
+// Tool panics on a programming error, because those are caught the first
+// time the skill runs in a test: a name the host would refuse (see the name
+// rule at New; skill__tool at most 64 characters), a duplicate, an empty
+// description, a non-object input, a recursive In or Out type.
 func Tool[In, Out any](s *Skill, name, description string, h func(ctx context.Context, in In) (Out, error), opts ...ToolOption) {
-	if !nameRE.MatchString(name) {
-		panic(fmt.Sprintf("sdk: tool name %q must match %s", name, nameRE))
+	if err := checkTool(s.Name, name, description); err != nil {
+		panic("sdk: " + err.Error())
 	}
 	if _, dup := s.tools[name]; dup {
 		panic(fmt.Sprintf("sdk: tool %q registered twice", name))
