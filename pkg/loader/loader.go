@@ -332,7 +332,7 @@ func (l *Loader) Start(ctx context.Context) error {
 	if l.cfg.Watch {
 		var err error
 		if w, err = newWatcher(l); err != nil {
-			return err
+			return fmt.Errorf("loader: watch %s: %w (run with the watcher off and rescan on SIGHUP, or raise fs.inotify.max_user_instances)", l.cfg.Skills, err)
 		}
 	}
 	// The first scan does not read the binaries it has no digest for: each

@@ -1124,3 +1124,42 @@ func TestGivenRunDirIsNeverEmptied(t *testing.T) {
 		t.Fatalf("the run folder's other contents were touched: %v, left %v", err, entries)
 	}
 }
+
+// An entrypoint in a subfolder is watched too: a manifest copied in before
+// its binary (bin/skill) is served once the binary lands, without waiting
+// for the periodic resync (an hour in this harness).
+func TestEntrypointInSubfolderIsWatched(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	dir := filepath.Join(h.root, "svc", "1.0.0")
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := testenv.SHA256File(testSkillBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(testenv.Version{Skill: "svc", Version: "1.0.0"}.Manifest(sum), &m)
+	m["entrypoint"] = "bin/skill"
+	mb, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(3*time.Second, func() bool {
+		st, ok := h.l.Skill("svc")
+		v, _ := versionState(st, "1.0.0")
+		return ok && v.State == StateIncomplete
+	}) {
+		st, _ := h.l.Skill("svc")
+		t.Fatalf("the version without its binary was not judged incomplete: %+v", st)
+	}
+	bin, err := os.ReadFile(testSkillBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "skill"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.waitVersion("svc", "1.0.0", 5*time.Second)
+}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +14,16 @@ import (
 )
 
 // watcher follows the tree with fsnotify. fsnotify is not recursive, so it
-// watches the root, each skill folder and each version folder, adding
-// watches as folders appear. Every event only schedules a rescan: bursts are
-// merged by a quiet-period debounce, and a periodic full rescan covers lost
-// events (inotify queue overflow, network filesystems).
+// watches the root, each skill folder and each version folder, and the
+// folders down to an entrypoint in a subfolder ("bin/calc"), adding watches
+// as folders appear. Every event only schedules a rescan: bursts are merged
+// by a quiet-period debounce, and a periodic full rescan covers lost events
+// (inotify queue overflow, network filesystems).
 type watcher struct {
 	l       *Loader
 	fs      *fsnotify.Watcher
-	watched map[string]bool // owned by run
+	watched map[string]bool // owned by run, as is failed
+	failed  map[string]bool // paths whose watch failed, warned about once
 }
 
 func newWatcher(l *Loader) (*watcher, error) {
@@ -28,12 +31,15 @@ func newWatcher(l *Loader) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{l: l, fs: fw, watched: map[string]bool{}}
+	w := &watcher{l: l, fs: fw, watched: map[string]bool{}, failed: map[string]bool{}}
 	w.addTree()
 	return w, nil
 }
 
-// addTree adds watches for the root and the two folder levels below it.
+// addTree adds watches for the root, the two folder levels below it, and
+// the folders that lead to each version's entrypoint. It runs before every
+// rescan, so a folder that appears is watched before the scan reads it: a
+// write before the watch is in the scan, one after it is an event.
 func (w *watcher) addTree() {
 	root := w.l.cfg.Skills
 	w.add(root)
@@ -47,7 +53,11 @@ func (w *watcher) addTree() {
 		versions, _ := os.ReadDir(sdir)
 		for _, v := range versions {
 			if v.IsDir() && !ignored(v.Name()) {
-				w.add(filepath.Join(sdir, v.Name()))
+				vdir := filepath.Join(sdir, v.Name())
+				w.add(vdir)
+				for _, d := range entrypointDirs(vdir) {
+					w.add(d)
+				}
 			}
 		}
 	}
@@ -58,10 +68,38 @@ func (w *watcher) add(dir string) {
 		return
 	}
 	if err := w.fs.Add(dir); err != nil {
-		w.l.log.Debug("watch failed", "path", dir, "error", err)
+		// A folder gone before its watch is no news; anything else (most
+		// often fs.inotify.max_user_watches) leaves changes there to the
+		// periodic resync, which an operator should hear of, once.
+		if !os.IsNotExist(err) && !w.failed[dir] {
+			w.failed[dir] = true
+			w.l.log.Warn("cannot watch a folder; its changes wait for the periodic resync", "path", dir, "error", err, "resync", w.l.cfg.Resync)
+		}
 		return
 	}
+	delete(w.failed, dir)
 	w.watched[dir] = true
+}
+
+// entrypointDirs returns the folders between vdir and the entrypoint its
+// manifest names, when that is in a subfolder; nothing for a manifest that
+// is missing, malformed or names a path outside (the scan reports those).
+func entrypointDirs(vdir string) []string {
+	b, err := os.ReadFile(filepath.Join(vdir, manifest.FileName))
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Entrypoint string `json:"entrypoint"`
+	}
+	if json.Unmarshal(b, &m) != nil || !filepath.IsLocal(m.Entrypoint) {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Dir(filepath.Clean(m.Entrypoint)); d != "."; d = filepath.Dir(d) {
+		dirs = append(dirs, filepath.Join(vdir, d))
+	}
+	return dirs
 }
 
 func ignored(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
