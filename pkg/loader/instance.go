@@ -100,6 +100,9 @@ func launch(ctx context.Context, cfg launchConfig, ver manifest.Version) (*insta
 		drained: make(chan struct{}), exited: make(chan struct{}), threadDone: make(chan struct{}),
 		onExit: cfg.onExit,
 	}
+	// No thread yet, so none to wait for: kill on an instance that never
+	// started must not block. The start below gives it the real one.
+	close(inst.threadDone)
 	exe, release, err := cfg.bins.acquire(ver.EntrypointPath, m.SHA256)
 	if err != nil {
 		return nil, err
