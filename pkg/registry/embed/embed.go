@@ -174,9 +174,16 @@ var _ registry.Reranker = (*Reranker)(nil)
 // that need it meanwhile wait for done instead of asking again.
 type pendingEmbed struct {
 	done chan struct{}
-	vec  []float32 // set before done is closed
+	vec  []float32 // set before done is closed, as are err and abandoned
 	err  error
+	// abandoned: the request ended because the search that sent it went
+	// away, which says nothing of the endpoint; a waiter asks again.
+	abandoned bool
 }
+
+// errTimedOut is the cause of a search's or warm batch's own timeout, which
+// tells it apart from its caller going away (see pendingEmbed.abandoned).
+var errTimedOut = errors.New("the embeddings endpoint did not answer in time")
 
 // New checks cfg and returns a Reranker. It does not contact the endpoint:
 // a service that is down at start is reported by the first search, and
@@ -212,7 +219,7 @@ func (r *Reranker) Rerank(ctx context.Context, query string, hits []registry.Hit
 	if len(hits) == 0 {
 		return hits, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	wctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, errTimedOut)
 	defer cancel()
 	tools := make([]*registry.Tool, len(hits))
 	for i, h := range hits {
@@ -310,7 +317,8 @@ func (r *Reranker) vectors(ctx context.Context, query string, withQuery bool, to
 		if needQuery && err == nil {
 			qv, out = out[0], out[1:]
 		}
-		r.settle(keys, owned, mine, out, err)
+		abandoned := err != nil && ctx.Err() != nil && context.Cause(ctx) != errTimedOut
+		r.settle(keys, owned, mine, out, err, abandoned)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -326,6 +334,16 @@ func (r *Reranker) vectors(ctx context.Context, query string, withQuery bool, to
 	for _, w := range waits {
 		select {
 		case <-w.p.done:
+			if w.p.abandoned {
+				// Its owner went away mid-request: ask for it ourselves
+				// (or wait on whoever already does).
+				_, v, err := r.vectors(ctx, "", false, tools[w.i:w.i+1])
+				if err != nil {
+					return nil, nil, err
+				}
+				vecs[w.i] = v[0]
+				continue
+			}
 			if w.p.err != nil {
 				return nil, nil, w.p.err
 			}
@@ -346,7 +364,7 @@ func (r *Reranker) vectors(ctx context.Context, query string, withQuery bool, to
 
 // settle publishes the outcome of the computations this call owned: into
 // the cache on success, and to every waiter either way.
-func (r *Reranker) settle(keys []toolKey, owned []int, mine []*pendingEmbed, out [][]float32, err error) {
+func (r *Reranker) settle(keys []toolKey, owned []int, mine []*pendingEmbed, out [][]float32, err error, abandoned bool) {
 	r.cacheMu.Lock()
 	for j, i := range owned {
 		delete(r.pending, keys[i])
@@ -357,7 +375,7 @@ func (r *Reranker) settle(keys []toolKey, owned []int, mine []*pendingEmbed, out
 	r.cacheMu.Unlock()
 	for j, p := range mine {
 		if err != nil {
-			p.err = err
+			p.err, p.abandoned = err, abandoned
 		} else {
 			p.vec = out[j]
 		}

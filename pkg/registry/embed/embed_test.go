@@ -473,3 +473,51 @@ func TestKeyCoversTheEmbeddedFields(t *testing.T) {
 		t.Errorf("cut = %q, want 5 runes with the newline a space", got)
 	}
 }
+
+// A search that goes away while it is computing tool vectors other searches
+// wait on does not fail them: a waiter asks for the vectors itself, and
+// nothing is counted or logged as an endpoint failure.
+func TestOwnerCancelDoesNotFailWaiters(t *testing.T) {
+	f := newFakeServer(t)
+	f.setMode("hang-first")
+	rr, logs := newTestReranker(t, f, nil)
+	hits := newRegistry(t, nil, travelSkill("1.0.0")).Snapshot().Search(registry.Query{Text: "rent a car"})
+	requests := func(n int) bool {
+		got, _ := f.counts()
+		return got >= n
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	errA := make(chan error, 1)
+	go func() {
+		_, err := rr.Rerank(ctxA, "rent a car", hits)
+		errA <- err
+	}()
+	waitUntil(t, func() bool { return requests(1) }) // A owns the tool vectors; its request hangs
+	resB := make(chan error, 1)
+	var outB []registry.Hit
+	go func() {
+		var err error
+		outB, err = rr.Rerank(context.Background(), "car rental for a trip", hits)
+		resB <- err
+	}()
+	waitUntil(t, func() bool { return requests(2) }) // B asked for its query alone: it waits on A's tools
+	cancelA()
+	if err := <-errA; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the search that went away = %v, want context.Canceled", err)
+	}
+	if err := <-resB; err != nil || len(outB) != len(hits) {
+		t.Fatalf("the waiting search = %v (%d hits), want a ranking of %d", err, len(outB), len(hits))
+	}
+	if out := logs.String(); out != "" || rr.Stats().Failures != 0 {
+		t.Errorf("another search's cancel must not be an endpoint failure: %q %+v", out, rr.Stats())
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+	}
+}

@@ -52,7 +52,7 @@ type fakeServer struct {
 	*httptest.Server
 
 	mu       sync.Mutex // guards the fields below
-	mode     string     // "ok", "fail" (HTTP 500), "hang" (until the client gives up), "short" (one vector too few)
+	mode     string     // "ok", "fail" (HTTP 500), "hang" (until the client gives up), "hang-first" (the first request hangs, the rest are ok), "short" (one vector too few)
 	requests int
 	inputs   []string
 }
@@ -103,6 +103,9 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	f.requests++
 	f.inputs = append(f.inputs, req.Input...)
 	mode := f.mode
+	if mode == "hang-first" && f.requests == 1 {
+		mode = "hang"
+	}
 	f.mu.Unlock()
 	switch mode {
 	case "fail":

@@ -87,7 +87,7 @@ func (r *Reranker) Warm(ctx context.Context, tools []*registry.Tool) error {
 	r.cacheMu.Unlock()
 	for len(missing) > 0 {
 		n := min(len(missing), r.cfg.BatchSize)
-		bctx, cancel := context.WithTimeout(ctx, r.cfg.WarmTimeout)
+		bctx, cancel := context.WithTimeoutCause(ctx, r.cfg.WarmTimeout, errTimedOut)
 		_, _, err := r.vectors(bctx, "", false, missing[:n])
 		cancel()
 		if err != nil {
