@@ -437,17 +437,16 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 			}()
 		}
 	}
-	sups := make([]*supervisor, 0, len(l.sups))
-	for _, s := range l.sups {
-		sups = append(sups, s)
-	}
-	l.supMu.Unlock()
+	// Handed out under supMu, so a supervisor leaving (leaveIfGone) either
+	// left before this scan (and a skill that is back got a new one above)
+	// or sees this update and stays.
 	var dones []<-chan struct{}
-	for _, s := range sups {
+	for _, s := range l.sups {
 		d := desired{versions: bySkill[s.name]}
 		d.disabled, d.pin = l.cfg.State.Get(s.name)
 		dones = append(dones, s.update(d))
 	}
+	l.supMu.Unlock()
 	l.saveDigests()
 	return dones, deferred, nil
 }

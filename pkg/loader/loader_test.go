@@ -1163,3 +1163,31 @@ func TestEntrypointInSubfolderIsWatched(t *testing.T) {
 	}
 	h.waitVersion("svc", "1.0.0", 5*time.Second)
 }
+
+// A skill whose folder is deleted leaves the status once nothing of it
+// runs, and comes back as new when it is installed again.
+func TestDeletedSkillLeavesTheStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.install("other", "1.0.0", nil)
+	h.start()
+	h.waitVersion("svc", "1.0.0", time.Second)
+	if err := os.RemoveAll(filepath.Join(h.root, "svc")); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(5*time.Second, func() bool {
+		h.l.Rescan(context.Background())
+		_, ok := h.l.Skill("svc")
+		return !ok
+	}) {
+		t.Fatalf("a deleted skill is still listed: %+v", h.l.Status())
+	}
+	if st := h.l.Status(); len(st) != 1 || st[0].Name != "other" {
+		t.Fatalf("status after the delete: %+v", st)
+	}
+	if err := h.l.Disable(context.Background(), "svc"); registry.CodeOf(err) != registry.CodeNotFound {
+		t.Fatalf("disable of a deleted skill = %v, want not_found", err)
+	}
+	h.install("svc", "1.0.0", nil)
+	h.waitVersion("svc", "1.0.0", 5*time.Second)
+}

@@ -98,6 +98,9 @@ func (s *supervisor) run(ctx context.Context) {
 			for _, c := range dones {
 				close(c)
 			}
+			if s.leaveIfGone() {
+				return
+			}
 		case inst := <-s.crashCh:
 			s.onCrash(inst)
 		case <-restartC:
@@ -105,6 +108,32 @@ func (s *supervisor) run(ctx context.Context) {
 			s.restart(ctx)
 		}
 	}
+}
+
+// leaveIfGone ends a supervisor whose skill has no folder left and nothing
+// running (no process serving, draining, starting or due a restart): it
+// leaves the loader's list, so a deleted or renamed skill stops showing in
+// the status and a supervisor per name ever seen does not pile up. A
+// version that was draining when the folder went is seen through first:
+// the check runs after every update, and the periodic rescan sends one.
+// It holds supMu and then updateMu, as scanAndDispatch holds supMu while
+// it hands out updates, so no update can reach a supervisor that left.
+func (s *supervisor) leaveIfGone() bool {
+	s.mu.Lock()
+	idle := len(s.cur.versions) == 0 && s.active == nil && len(s.draining) == 0 && s.crashed == nil && s.starting == ""
+	s.mu.Unlock()
+	if !idle || s.restartTimer != nil {
+		return false
+	}
+	s.l.supMu.Lock()
+	defer s.l.supMu.Unlock()
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	if s.next != nil || s.l.sups[s.name] != s {
+		return false
+	}
+	delete(s.l.sups, s.name)
+	return true
 }
 
 // reconcile makes what serves match d: launch the target, swap it in, drain
