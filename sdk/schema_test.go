@@ -105,6 +105,7 @@ type treeB struct {
 }
 
 type selfEmbed struct {
+	//lint:ignore U1000 only reflected on
 	*selfEmbed
 	X int `json:"x"`
 }
