@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skillhost/skillhost/sdk"
 	skillpb "github.com/skillhost/skillhost/sdk/proto"
@@ -66,13 +69,19 @@ func (c *Client) Call(ctx context.Context, tool string, args any) (json.RawMessa
 	return resp.Result, nil
 }
 
+// callOptions are the host's: the skill protocol's codec, and message caps
+// that leave sizes to the skill (the host sizes them from the manifest).
+func callOptions() grpc.DialOption {
+	return grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
+		grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))
+}
+
 func dial(t testing.TB, cfg *plugin.ClientConfig) *Client {
 	t.Helper()
 	cfg.HandshakeConfig = sdk.Handshake
 	cfg.Plugins = sdk.PluginSet(nil)
 	cfg.AllowedProtocols = []plugin.Protocol{plugin.ProtocolGRPC}
-	cfg.GRPCDialOptions = append(sdk.DialOptions(), grpc.WithDefaultCallOptions(
-		grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes)))
+	cfg.GRPCDialOptions = append(sdk.DialOptions(), callOptions())
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "skilltest", Level: hclog.Warn, Output: os.Stderr})
 	}
@@ -89,35 +98,81 @@ func dial(t testing.TB, cfg *plugin.ClientConfig) *Client {
 	return &Client{rpc: raw.(skillpb.SkillClient)}
 }
 
-// Start serves s inside the test process over real gRPC and returns a client.
-// The server stops when the test ends.
+// Start serves s inside the test process over real gRPC and returns a
+// client. The server is the one Serve builds (sdk.GRPCServerFactory, the
+// skill's go-plugin registration) and the client has the host's transport
+// settings, over a local socket; go-plugin's handshake and process
+// management are left out (Exec has them). When the test ends Start closes
+// the connection, stops the server and waits for it.
+//
+// Start does not use go-plugin's own test mode (plugin.ServeTestConfig):
+// its Serve makes two pipes for the plugin's stdio, and two goroutines
+// reading them, that only the garbage collector ends, and its reattaching
+// client watches the test's own pid for ever.
 func Start(t testing.TB, s *sdk.Skill) *Client {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	reattach := make(chan *plugin.ReattachConfig, 1)
-	closed := make(chan struct{})
-	go plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: sdk.Handshake,
-		Plugins:         sdk.PluginSet(s.Server(nil)),
-		GRPCServer:      sdk.GRPCServerFactory,
-		Logger:          hclog.NewNullLogger(),
-		Test:            &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
-	})
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-			t.Errorf("skilltest: in-process skill did not stop")
-		}
-	})
-	var rc *plugin.ReattachConfig
-	select {
-	case rc = <-reattach:
-	case <-time.After(10 * time.Second):
-		t.Fatal("skilltest: in-process skill did not start")
+	lis, err := listen()
+	if err != nil {
+		t.Fatalf("skilltest: listen: %v", err)
 	}
-	return dial(t, &plugin.ClientConfig{Reattach: rc})
+	p := sdk.PluginSet(s.Server(nil))[sdk.PluginName].(plugin.GRPCPlugin)
+	srv := sdk.GRPCServerFactory(nil)
+	if err := p.GRPCServer(nil, srv); err != nil {
+		lis.Close()
+		t.Fatalf("skilltest: register the skill: %v", err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis) // returns when Stop closes lis
+	}()
+	t.Cleanup(func() {
+		srv.Stop() // closes the listener and every connection; removes the socket
+		<-served
+	})
+	cc, err := grpc.NewClient(lis.Addr().Network()+"://"+lis.Addr().String(),
+		append(sdk.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), callOptions())...)
+	if err != nil {
+		t.Fatalf("skilltest: dial the skill: %v", err)
+	}
+	t.Cleanup(func() { cc.Close() }) // before the server stops
+	raw, err := p.GRPCClient(context.Background(), nil, cc)
+	if err != nil {
+		t.Fatalf("skilltest: client: %v", err)
+	}
+	return &Client{rpc: raw.(skillpb.SkillClient)}
+}
+
+// listen opens the skill's socket: a unix socket, as go-plugin uses, in a
+// folder of its own (short enough for a socket path, unlike t.TempDir's
+// folders, which are named after the test), removed when the listener
+// closes; TCP on loopback where there are no unix sockets.
+func listen() (net.Listener, error) {
+	if runtime.GOOS == "windows" {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	dir, err := os.MkdirTemp("", "skilltest")
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("unix", filepath.Join(dir, "skill.sock"))
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return dirListener{lis, dir}, nil
+}
+
+// dirListener removes its socket's folder when it closes.
+type dirListener struct {
+	net.Listener
+	dir string
+}
+
+func (l dirListener) Close() error {
+	err := l.Listener.Close() // removes the socket
+	os.RemoveAll(l.dir)
+	return err
 }
 
 // Exec starts the skill binary at path as a subprocess, with an empty
