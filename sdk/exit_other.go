@@ -2,8 +2,6 @@
 
 package sdk
 
-import "os"
-
 func handleTermination() {}
 
-func exitGroup(code int) { os.Exit(code) }
+func exitGroup(code int) { exit(code) }

@@ -11,7 +11,8 @@ import (
 )
 
 // handleTermination makes SIGTERM (which skillhost sets as the skill's
-// parent-death signal) take the skill's whole process group down: a handler
+// parent-death signal) take the skill's descendants and the rest of its
+// process group down, then exit with status 4: a handler
 // may have started children, and they must not outlive the skill when the
 // host dies. Only a group leader does this, so a skill started by another
 // host, inside that host's group, never signals it.
@@ -31,18 +32,28 @@ func handleTermination() {
 }
 
 // exitGroup kills the skill's descendants, also those that left its
-// process group (setsid), and, when it leads its group, the group; then it
-// exits. The descendants go first and by their parent links, which the
-// skill's exit would cut: an orphan is re-parented out of reach.
+// process group (setsid), and, when it leads its group, the group's other
+// members; then it exits with code. The descendants go first and by their
+// parent links, which the skill's exit would cut: an orphan is re-parented
+// out of reach.
+//
+// The group's members are found in /proc and killed one by one, because
+// kill(-pgid) would kill this process too, before it could exit with code
+// and before go-plugin removed its socket. Without /proc (not Linux) only
+// that signal reaches them, and the skill dies of SIGKILL with them.
 func exitGroup(code int) {
 	pid := os.Getpid()
-	var groups []int
-	if syscall.Getpgrp() == pid {
-		groups = []int{pid}
+	leader := syscall.Getpgrp() == pid
+	roots := []int{pid}
+	procs := proctree.List()
+	for _, p := range procs {
+		if leader && p.PGID == pid && p.PID != pid {
+			roots = append(roots, p.PID)
+		}
 	}
-	proctree.Kill(groups, []int{pid}) // never this process itself
-	if groups != nil {
+	proctree.Kill(nil, roots) // never this process itself
+	if leader && len(procs) == 0 {
 		syscall.Kill(-pid, syscall.SIGKILL) // includes this process
 	}
-	os.Exit(code)
+	exit(code)
 }

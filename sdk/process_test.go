@@ -21,13 +21,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runHelper is the skill process for mode.
-func runHelper(mode string) {
-	switch mode {
-	case "renamed":
+// helpers are the processes the test binary can be, by mode; files for
+// one system add theirs in init.
+var helpers = map[string]func(){
+	"renamed": func() {
 		s := sdk.New("fine", "1.0.0", "Renamed after New.")
 		s.Version = "1.0"
 		s.Serve()
+	},
+}
+
+// runHelper is the process for mode.
+func runHelper(mode string) {
+	if h, ok := helpers[mode]; ok {
+		h()
 	}
 }
 

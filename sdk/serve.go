@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // Logger returns a logger whose lines reach the host: go-plugin parses the
@@ -65,8 +67,12 @@ func (s *Skill) Serve() {
 	cfg := &plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         PluginSet(s.Server(logger)),
-		GRPCServer:      GRPCServerFactory,
-		Logger:          logger,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			srv := GRPCServerFactory(opts)
+			serving.Store(srv)
+			return srv
+		},
+		Logger: logger,
 	}
 	if tlsCfg, err := serverTLS(); err != nil {
 		// go-plugin's AutoMTLS still authenticates both ends, at its cost.
@@ -75,7 +81,28 @@ func (s *Skill) Serve() {
 		cfg.TLSProvider = func() (*tls.Config, error) { return tlsCfg, nil }
 	}
 	plugin.Serve(cfg)
-	os.Exit(0)
+	os.Exit(int(exitStatus.Load()))
+}
+
+var (
+	// serving is the gRPC server plugin.Serve runs, once it is built.
+	serving atomic.Pointer[grpc.Server]
+	// exitStatus is the status Serve exits with once plugin.Serve returns:
+	// 0, or the one exit asked for.
+	exitStatus atomic.Int32
+)
+
+// exit ends the process with status code by way of Serve: it stops the
+// gRPC server, plugin.Serve returns and removes its unix socket, and Serve
+// exits with code. Should that take more than 2 s, or the server not be
+// built yet, it exits at once.
+func exit(code int) {
+	exitStatus.Store(int32(code))
+	if srv := serving.Load(); srv != nil {
+		srv.Stop()
+		time.Sleep(2 * time.Second) // Serve exits meanwhile
+	}
+	os.Exit(code)
 }
 
 // exitWithParent ends the process (and its process group) when it is
