@@ -63,6 +63,14 @@ func TestHostDeadline(t *testing.T) {
 		t.Errorf("cancelled at the deadline: Err = %v", c.Err())
 	}
 	parent, stop = context.WithCancel(context.Background())
+	c = withHostDeadline(parent, time.Now().Add(2*deadlineSlack))
+	stop()
+	first := c.Err() // Canceled, unless this machine is slow
+	time.Sleep(2 * deadlineSlack)
+	if c.Err() != first {
+		t.Errorf("Err changed from %v to %v as the deadline passed", first, c.Err())
+	}
+	parent, stop = context.WithCancel(context.Background())
 	c = withHostDeadline(parent, time.Now().Add(deadlineSlack/2))
 	c.Done() // a channel of its own, closed by the gRPC context's end
 	stop()   // the host's timer fired, its deadline a little before the skill's copy

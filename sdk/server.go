@@ -107,7 +107,7 @@ type hostDeadline struct {
 
 	mu    sync.Mutex       // guards the fields below
 	done  chan struct{}    // made by the first Done, closed by end
-	err   error            // set by end, before done is closed
+	err   error            // why c ended; set before done is closed
 	stop  func() bool      // ends the AfterFunc on the gRPC context that calls end
 	after map[*func()]bool // AfterFunc's functions, called by end
 }
@@ -141,14 +141,14 @@ func (c *hostDeadline) watch() {
 func (c *hostDeadline) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done != nil {
-		return c.err
+	if c.done == nil {
+		// No Done channel yet, so nothing waits on c: the gRPC context
+		// decides, once.
+		if err := c.Context.Err(); err != nil {
+			c.err, c.done = c.reason(err), closedChan
+		}
 	}
-	// No Done channel yet, so none to agree with: the gRPC context decides.
-	if err := c.Context.Err(); err != nil {
-		return c.reason(err)
-	}
-	return nil
+	return c.err
 }
 
 // reason is what Err says once the gRPC context ended with err.
