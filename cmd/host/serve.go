@@ -86,7 +86,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.stateDir, "state-dir", envOr("SKILLHOST_STATE_DIR", "./.state"), "folder for persistent operator decisions (disable, pin)")
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", time.Minute, "how long a client may take to send a whole request")
-	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound listen address to this file once listening (for scripts and tests)")
+	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound listen address to this file once the first scan has settled, as /readyz reports, and remove it on exit (for scripts and tests)")
 	for _, m := range mounts {
 		if m.flags != nil {
 			m.flags(fs)
@@ -118,13 +118,27 @@ func listen(addr string, haveToken bool) (net.Listener, error) {
 			if fi.Mode()&os.ModeSocket == 0 {
 				return nil, fmt.Errorf("--listen %s: %s exists and is not a socket; refusing to replace it", addr, path)
 			}
-			os.Remove(path) // a stale socket of an earlier run
+			// Only a socket nobody answers on is an earlier run's leftover;
+			// removing a live one would cut its daemon off from its clients.
+			c, err := net.DialTimeout("unix", path, time.Second)
+			if err == nil {
+				c.Close()
+				return nil, fmt.Errorf("--listen %s: another process serves on %s; stop it or choose another path", addr, path)
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, fmt.Errorf("--listen %s: cannot tell whether %s is in use: %w", addr, path, err)
+			}
+			os.Remove(path)
 		}
 		l, err := net.Listen("unix", path)
 		if err != nil {
 			return nil, err
 		}
-		os.Chmod(path, 0o600)
+		// Connecting takes write permission: the owner's alone.
+		if err := os.Chmod(path, 0o600); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("--listen %s: %w", addr, err)
+		}
 		return l, nil
 	}
 	if !api.IsLoopback(addr) && !haveToken {
@@ -239,23 +253,36 @@ func serve(f serveFlags, log hclog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "auth", token != "")
-	// The API answers (with /readyz 503) while the first scan settles.
+	// The API answers (with /readyz 503) while the first scan settles, and
+	// signals are heard meanwhile: a skill that hangs at start must not
+	// hold off a stop for its start timeout.
 	start := time.Now()
-	if err := ld.Start(context.Background()); err != nil {
-		srv.Close()
-		ld.Close(context.Background())
-		return err
-	}
-	logSummary(log, "skills loaded", ld.Status(), reg.Snapshot().Len(), "skills_dir", f.skills, "took", time.Since(start).Round(time.Millisecond))
-	if f.addrFile != "" {
-		if err := writeFileAtomic(f.addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
-			log.Warn("cannot write --addr-file", "error", err)
-		}
-	}
-
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	defer cancelStart()
+	started := make(chan error, 1)
+	go func() { started <- ld.Start(startCtx) }()
 	for {
 		select {
+		case err := <-started:
+			started = nil
+			if err != nil {
+				srv.Close()
+				ld.Close(context.Background())
+				return err
+			}
+			logSummary(log, "skills loaded", ld.Status(), reg.Snapshot().Len(), "skills_dir", f.skills, "took", time.Since(start).Round(time.Millisecond))
+			if f.addrFile != "" {
+				if err := writeFileAtomic(f.addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
+					log.Warn("cannot write --addr-file", "error", err)
+				} else {
+					defer os.Remove(f.addrFile) // a later reader must not take a stopped daemon's address
+				}
+			}
 		case err := <-served:
+			cancelStart()
+			if started != nil {
+				<-started
+			}
 			ld.Close(context.Background())
 			return fmt.Errorf("http server: %w", err)
 		case sig := <-sigs:
@@ -269,6 +296,13 @@ func serve(f serveFlags, log hclog.Logger) error {
 					logSummary(log, "rescan done", ld.Status(), reg.Snapshot().Len())
 				}()
 				continue
+			}
+			if started != nil {
+				// Start waits for the first launches; it returns at once
+				// when told to, and the loader's Close stops the rest.
+				log.Info("stopping before the first scan settled", "signal", sig.String())
+				cancelStart()
+				<-started
 			}
 			return shutdown(log, srv, d, sigs, f.grace)
 		}

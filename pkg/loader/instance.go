@@ -70,6 +70,7 @@ type instance struct {
 	exited     chan struct{} // closed once the process is gone, for any reason
 	stopping   atomic.Bool   // set before a deliberate kill, so exit is not a crash
 	threadDone chan struct{} // the thread-locked goroutine has ended
+	abortStart func()        // kills the process during its handshake (start)
 	stopOnce   sync.Once
 	onExit     func(*instance) // called once on an exit that was not asked for, before exited closes
 }
@@ -146,7 +147,12 @@ func launch(ctx context.Context, cfg launchConfig, ver manifest.Version) (*insta
 // that Pdeathsig fires only when the host itself dies.
 func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) error {
 	m := inst.ver.Manifest
-	cmd := exec.Command(exe)
+	// abort kills the process while go-plugin waits for its handshake
+	// (client.Kill would wait for that, holding the same lock as Start). It
+	// is called only then, so it never touches a skill that started.
+	abortCtx, abort := context.WithCancel(context.Background())
+	inst.abortStart = abort // kill releases it, once the process is gone anyway
+	cmd := exec.CommandContext(abortCtx, exe)
 	cmd.Dir = inst.ver.Dir
 	cmd.Env = append(envList(m.Env), cfg.mtls.env)
 	if _, set := m.Env["GOMAXPROCS"]; cfg.gomaxprocs > 0 && !set {
@@ -220,7 +226,20 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		started <- nil
 		inst.watchExit(client)
 	}()
-	if err := <-started; err != nil {
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		// The loader is closing: a handshake that may take the whole start
+		// timeout must not hold the host's stop. Killing the process ends
+		// client.Start.
+		abort()
+		if err = <-started; err == nil {
+			err = ctx.Err()
+		} else {
+			err = fmt.Errorf("%w (stopped: %v)", ctx.Err(), err)
+		}
+	}
+	if err != nil {
 		client.Kill()
 		<-threadDone
 		cfg.sweeper.endLaunch(0) // the process is killed and waited for: nothing to know
@@ -503,6 +522,9 @@ func (inst *instance) kill() {
 			inst.reaper.untrack(inst.pid)
 		}
 		<-inst.threadDone
+		if inst.abortStart != nil {
+			inst.abortStart()
+		}
 		if inst.pid > 0 && inst.client != nil && inst.client.Exited() {
 			inst.sweeper.forget(inst.pid) // waited for by go-plugin: the pid is free
 		}

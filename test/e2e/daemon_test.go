@@ -695,3 +695,73 @@ func TestSkillGOMAXPROCSFlag(t *testing.T) {
 		t.Fatalf("svc.env under --skill-gomaxprocs 1: %d %s", code, body)
 	}
 }
+
+// A stop is heard while the first scan still waits on a skill stuck in its
+// handshake: the host does not sit out the start timeout first.
+func TestStopBeforeFirstScanSettles(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "good", Version: "1.0.0", Binary: skillBin})
+	testenv.Install(tree, testenv.Version{Skill: "slow", Version: "1.0.0", Binary: skillBin, Env: map[string]string{"TESTSKILL_MODE": "nohandshake"}})
+	sock := filepath.Join(t.TempDir(), "host.sock")
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	var logs testenv.SyncBuffer
+	cmd := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir(),
+		"--start-timeout", "60s", "--grace", "2s", "--addr-file", addrFile)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	if !testenv.WaitFor(10*time.Second, func() bool { return strings.Contains(logs.String(), "listening") }) {
+		t.Fatalf("never listened\n%s", logs.String())
+	}
+	time.Sleep(300 * time.Millisecond) // the first scan is under way, waiting on slow
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15 s after SIGTERM, with a 60 s start timeout pending\n%s", logs.String())
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("stop took %v", took)
+	}
+	if _, err := os.Stat(addrFile); !os.IsNotExist(err) {
+		t.Errorf("--addr-file written by a daemon stopped before it was ready: %v", err)
+	}
+}
+
+// A second daemon on the socket of a live one refuses to start, and the
+// first keeps its socket and its clients.
+func TestUnixSocketInUseIsRefused(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	sock, c := serveUnix(t, tree, nil)
+	if !testenv.WaitFor(20*time.Second, func() bool {
+		resp, err := c.Get("http://unix/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatal("first daemon not up")
+	}
+	out, err := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another process serves on "+sock) {
+		t.Fatalf("second daemon on a live socket: %v\n%s", err, out)
+	}
+	resp, err := c.Get("http://unix/healthz")
+	if err != nil {
+		t.Fatalf("the first daemon lost its socket: %v", err)
+	}
+	resp.Body.Close()
+}
