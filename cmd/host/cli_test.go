@@ -49,3 +49,15 @@ func TestFirstLineCutsOnCharacters(t *testing.T) {
 		t.Fatalf("firstLine = %q", got)
 	}
 }
+
+// validate names the path it was given in every line, wherever the flags
+// stand on the command line.
+func TestValidateNamesThePath(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{dir, "--strict-modes=false"}, {"--strict-modes=false", dir}} {
+		var out, errOut strings.Builder
+		if code := runValidate(args, &out, &errOut); code != exitFailure || out.String() != dir+": no version folders found\n" {
+			t.Errorf("validate %q = %d, %q %q", args, code, out.String(), errOut.String())
+		}
+	}
+}

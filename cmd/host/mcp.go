@@ -110,7 +110,7 @@ flags:
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "embedded: how long a replaced version may finish its calls")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 10*time.Second, "embedded: how long a skill may take to start and describe itself")
 	fs.DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "embedded: quiet period that merges bursts of file changes")
-	fs.BoolVar(&f.strictModes, "strict-modes", true, "embedded: refuse world-writable or foreign-owned skill files")
+	fs.BoolVar(&f.strictModes, "strict-modes", true, "embedded: refuse group- or world-writable and foreign-owned skill files")
 	skillUserFlag(fs, &f.skillUser, "embedded: ")
 	skillProcsFlag(fs, &f.skillProcs, "embedded: ")
 	fs.BoolVar(&f.showUnavailable, "show-unavailable", false, "embedded: list a restarting skill's tools, marked, instead of leaving them out")
@@ -133,7 +133,9 @@ flags:
 		fmt.Fprintf(stderr, "host mcp: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// A hangup is the session's terminal or client going away: stop as
+	// cleanly as on SIGTERM (drain, stop the skills), not die of it.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// stdout belongs to the protocol; the SDK must not close the writer
 	// it was handed (a test's buffer, or the process's stdout).
@@ -198,7 +200,11 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 	if err := srv.ServeTransport(ctx, t, filter); err != nil && ctx.Err() == nil {
 		log.Debug("session ended", "error", err)
 	}
-	log.Info("client gone; stopping")
+	if ctx.Err() != nil {
+		log.Info("signal; stopping")
+	} else {
+		log.Info("client gone; stopping")
+	}
 	return exitOK
 }
 

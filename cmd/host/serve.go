@@ -78,7 +78,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.startTimeout, "start-timeout", 10*time.Second, "how long a skill may take to start and describe itself")
 	fs.DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "quiet period that merges bursts of file changes")
 	fs.DurationVar(&f.resync, "resync", 30*time.Second, "period of the full rescan that backs up file watching")
-	fs.BoolVar(&f.strictModes, "strict-modes", true, "refuse world-writable or foreign-owned skill files (like sshd's StrictModes)")
+	fs.BoolVar(&f.strictModes, "strict-modes", true, "refuse group- or world-writable and foreign-owned skill files (like sshd's StrictModes)")
 	skillUserFlag(fs, &f.skillUser, "")
 	skillProcsFlag(fs, &f.skillProcs, "")
 	fs.BoolVar(&f.watch, "watch", true, "follow the skills tree and hot-reload changes")
@@ -142,7 +142,7 @@ func listen(addr string, haveToken bool) (net.Listener, error) {
 		return l, nil
 	}
 	if !api.IsLoopback(addr) && !haveToken {
-		return nil, fmt.Errorf("refusing to listen on %s without a token: the address is not loopback; pass --token-file or listen on 127.0.0.1", addr)
+		return nil, fmt.Errorf("refusing to listen on %s without a token: the address is not loopback; pass --token-file (or --invoke-token-file) or listen on 127.0.0.1", addr)
 	}
 	return net.Listen("tcp", addr)
 }

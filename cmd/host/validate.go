@@ -11,7 +11,7 @@ import (
 func runValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	strict := fs.Bool("strict-modes", true, "refuse world-writable or foreign-owned files, as the daemon does")
+	strict := fs.Bool("strict-modes", true, "refuse group- or world-writable and foreign-owned files, as the daemon does")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: host validate [--strict-modes=false] PATH\n\nPATH is a version folder (skills/NAME/VERSION), a skill folder or a whole tree.")
 		fs.PrintDefaults()
@@ -31,7 +31,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	bad := len(problems)
 	for _, p := range problems {
-		fmt.Fprintf(stdout, "%s: %s\n", fs.Arg(0), p)
+		fmt.Fprintf(stdout, "%s: %s\n", pos[0], p)
 	}
 	for _, v := range versions {
 		if v.Status == manifest.StatusValid {
@@ -45,7 +45,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(versions) == 0 && len(problems) == 0 {
-		fmt.Fprintf(stdout, "%s: no version folders found\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "%s: no version folders found\n", pos[0])
 		return exitFailure
 	}
 	if bad > 0 {

@@ -610,3 +610,45 @@ func TestStdioBridgeFollowsDaemonRestart(t *testing.T) {
 		t.Errorf("after the daemon restart: %+v", e)
 	}
 }
+
+// A hangup (the session's terminal or client gone) stops the embedded host
+// cleanly, skills and all, instead of killing it outright.
+func TestStdioEmbeddedStopsOnHangup(t *testing.T) {
+	root := t.TempDir()
+	install(t, root, "alpha", "1.0.0")
+	var stderr testenv.SyncBuffer
+	cmd := exec.Command(hostBin, "mcp", "--skills", root, "--grace", "2s")
+	cmd.Stderr = childStderr(&stderr)
+	stdin, err := cmd.StdinPipe() // held open: the client does not go away
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if !testenv.WaitFor(20*time.Second, func() bool { return strings.Contains(stderr.String(), "serving MCP on stdio") }) {
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("never served\n%s", stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit on SIGHUP: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("still running 15 s after SIGHUP\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "signal; stopping") {
+		t.Errorf("no stop line in the log:\n%s", stderr.String())
+	}
+	if kids := testenv.Descendants(os.Getpid()); len(kids) > 0 {
+		t.Errorf("processes left after SIGHUP: %v", kids)
+	}
+}
