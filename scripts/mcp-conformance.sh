@@ -92,10 +92,13 @@ pid=$!
 for _ in $(seq 1 300); do [ -s "$work/addr" ] && break; sleep 0.1; done
 [ -s "$work/addr" ] || fail "the daemon did not listen"
 addr=$(cat "$work/addr")
+ready=false
 for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/readyz")" = 200 ] && break
+  if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/readyz")" = 200 ]; then ready=true; break; fi
+  kill -0 "$pid" 2>/dev/null || fail "the daemon exited before it was ready"
   sleep 0.1
 done
+$ready || fail "the daemon on $addr was not ready (GET /readyz != 200) within 30 s"
 say "daemon ready on $addr"
 
 if ! node "$cache/client.mjs" "http://$addr/mcp" "$work/skills" "$work/host" "$work/testskill" 2>&1 | sed -u 's/^/mcp-conformance: /'; then
