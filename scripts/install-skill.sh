@@ -61,6 +61,8 @@ if [ -z "$src" ]; then
 fi
 [ -n "$skills" ] || sk_die "--skills must not be empty"
 [ -e "$src" ] || sk_die "$src does not exist"
+# A bare name would make "$src" --manifest search PATH, not run ./NAME.
+case $src in */*) ;; *) src=./$src ;; esac
 
 sk_init
 mkdir -p -- "$skills" || sk_die "cannot create $skills"
