@@ -12,9 +12,13 @@ if ! command -v protoc >/dev/null; then
   echo "gen-proto: protoc not found; install Debian's protobuf-compiler (apt-get install protobuf-compiler)" >&2
   exit 1
 fi
-bin="$(go env GOPATH)/bin"
-GOFLAGS= go install "google.golang.org/protobuf/cmd/protoc-gen-go@${PROTOC_GEN_GO}"
-GOFLAGS= go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@${PROTOC_GEN_GO_GRPC}"
+# The pinned plugins go to a folder of their own, first on PATH, so that
+# protoc runs exactly these: not whatever GOBIN, another GOPATH entry or
+# PATH already holds.
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+GOFLAGS='' GOBIN="$bin" go install "google.golang.org/protobuf/cmd/protoc-gen-go@${PROTOC_GEN_GO}"
+GOFLAGS='' GOBIN="$bin" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@${PROTOC_GEN_GO_GRPC}"
 
 PATH="$bin:$PATH" protoc \
   --proto_path=sdk/proto \
