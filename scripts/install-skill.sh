@@ -11,7 +11,8 @@
 #
 # Either way the version is staged in DIR/.staging/ and renamed to
 # DIR/<name>/<version>, so a watching host never sees a partial copy. An
-# identical installed version is left alone; a different one is replaced.
+# identical installed version (every file the same) is left alone; a
+# different one is replaced.
 # DIR defaults to the repository's skills/ folder.
 set -euo pipefail
 

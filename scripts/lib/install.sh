@@ -130,10 +130,30 @@ sk_verify_dir() {
   printf '%s %s\n' "$name" "$version"
 }
 
+# sk_tree_list DIR prints one line per entry below DIR, sorted by path: its
+# permissions and path, plus the sha256 of a file or the target of a
+# symlink. Two folders with the same listing hold the same files.
+sk_tree_list() {
+  local p kind
+  (cd -- "$1" && find . -mindepth 1 -print0 | LC_ALL=C sort -z) | while IFS= read -r -d '' p; do
+    # Only the mode column is kept, so odd file names do no harm.
+    # shellcheck disable=SC2012
+    kind=$(ls -ld -- "$1/$p" | cut -c1-10)
+    if [ -L "$1/$p" ]; then
+      printf '%s %s -> %s\n' "$kind" "$p" "$(readlink -- "$1/$p")"
+    elif [ -f "$1/$p" ]; then
+      printf '%s %s %s\n' "$kind" "$p" "$(sk_sha256 "$1/$p")"
+    else
+      printf '%s %s\n' "$kind" "$p"
+    fi
+  done
+}
+
 # sk_commit STAGE SKILLS verifies STAGE and renames it to
-# SKILLS/<name>/<version>. An identical installed version (same sha256 and
-# manifest) is left alone; a different one is replaced: renamed aside into
-# .staging, the new one renamed in, the old one deleted.
+# SKILLS/<name>/<version>. An identical installed version (every file the
+# same: contents, permissions, symlinks) is left alone; a different one is
+# replaced: renamed aside into .staging, the new one renamed in, the old one
+# deleted.
 sk_commit() {
   local stage=$1 skills=$2 nv name version target old sha
   nv=$(sk_verify_dir "$stage")
@@ -150,9 +170,10 @@ sk_commit() {
 
   if [ -e "$target" ] || [ -L "$target" ]; then
     if [ -f "$target/manifest.json" ] && cmp -s "$target/manifest.json" "$stage/manifest.json" &&
-      (sk_verify_dir "$target" >/dev/null 2>&1); then
+      (sk_verify_dir "$target" >/dev/null 2>&1) &&
+      [ "$(sk_tree_list "$target")" = "$(sk_tree_list "$stage")" ]; then
       rm -rf -- "$stage"
-      sk_log "$name $version is already installed in $target (sha256 ${sha:0:12}…); unchanged"
+      sk_log "$name $version is already installed in $target (sha256 ${sha:0:12}…, every file the same); unchanged"
       return 0
     fi
     old=$(mktemp -d "$skills/.staging/old-$name-$version-XXXXXXXX") || sk_die "cannot create a folder in $skills/.staging"
