@@ -495,8 +495,11 @@ func TestStepLimitIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The calls of the last step are not run: no model call is left to
+	// read their results.
 	if resp.FinishReason != "step_limit" || resp.Steps != 2 || resp.Answer != "Still working." ||
-		len(resp.Notes) != 1 || !strings.Contains(resp.Notes[0], "2 steps") {
+		len(resp.Notes) != 1 || !strings.Contains(resp.Notes[0], "2 steps") || !strings.Contains(resp.Notes[0], "1 tool call(s) it asked for last were not run") ||
+		len(resp.ToolCalls) != 1 || resp.Counters.ToolCalls != 1 {
 		t.Fatalf("response = %+v", resp)
 	}
 	if n := len(f.requests()); n != 2 {
@@ -777,5 +780,85 @@ func TestNonJSONErrorsAndHungAttemptsAreRetried(t *testing.T) {
 	}
 	if len(notices) != 2 || !strings.Contains(notices[0], "502 Bad Gateway") || !strings.Contains(notices[1], "no complete answer within 100ms") {
 		t.Fatalf("notices = %q", notices)
+	}
+}
+
+// The answer to a mistake takes room in the next request too: one that does
+// not fit what the budget leaves (here an invented tool with a long name,
+// which the error repeats) is cut short, so the run goes on.
+func TestErrorResultsAreChargedToTheBudget(t *testing.T) {
+	long := strings.Repeat("x", 2000)
+	f := newFakeLLM(t, calls(tc("c1", long, `{}`)), text("sorry"))
+	a, _ := newTestAgent(t, f, profilesDoc, nil)
+	resp, err := ask(a, "small", "call a tool that does not exist", false, nil)
+	if err != nil {
+		t.Fatalf("the run failed on the model's mistake: %v", err)
+	}
+	msgs := f.request(1).req.Messages
+	e := toolError(t, msgs[len(msgs)-1].Content)
+	if e.Code != registry.CodeUnknownTool || len(e.Message) > 2*summaryRunes {
+		t.Fatalf("tool error = %+v", e)
+	}
+	if est := estimateRequest(msgs, f.request(1).req.Tools); est > 1500 {
+		t.Fatalf("second request is %d tokens, over the budget", est)
+	}
+	if resp.Answer != "sorry" || resp.Counters.InventedTools != 1 {
+		t.Fatalf("response = %+v", resp)
+	}
+}
+
+// Tool calls the endpoint sends without an id get one unique across the
+// run, sub-agents included.
+func TestMadeUpCallIDsAreUnique(t *testing.T) {
+	f := newFakeLLM(t,
+		calls(tc("", "delegate_helper", `{"task":"one"}`), tc("", "delegate_helper", `{"task":"two"}`)),
+		calls(tc("", "beta__echo", `{"msg":"a"}`)), text("a"),
+		calls(tc("", "beta__echo", `{"msg":"b"}`)), text("b"),
+		text("done"),
+	)
+	a, _ := newTestAgent(t, f, profilesDoc, func(c *Config) { c.MaxParallelCalls = 1 })
+	resp, err := ask(a, "researcher", "delegate twice", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range resp.ToolCalls {
+		if c.ID == "" || seen[c.ID] {
+			t.Fatalf("tool call ids not unique: %+v", resp.ToolCalls)
+		}
+		seen[c.ID] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("want 4 tool calls, got %+v", resp.ToolCalls)
+	}
+}
+
+// A sub-agent that fails is a tool error of its caller, counted as one.
+func TestFailedDelegationCountsAsToolError(t *testing.T) {
+	f := newFakeLLM(t,
+		calls(tc("d1", "delegate_helper", `{"task":"Echo hello."}`)),
+		failWith(401, "bad key"),
+		text("the helper failed"),
+	)
+	a, _ := newTestAgent(t, f, profilesDoc, nil)
+	resp, err := ask(a, "researcher", "delegate", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].OK || resp.Counters.ToolErrors != 1 {
+		t.Fatalf("response = %+v", resp)
+	}
+}
+
+// A key echoed in a plain-text error body is redacted even where the body
+// is cut to 500 bytes in the middle of it.
+func TestKeyRedactedAcrossTheCut(t *testing.T) {
+	body := strings.Repeat("x", 500-len(testKey)/2) + testKey + " was refused"
+	f := newFakeLLM(t, reply{status: 401, body: body}, text("never sent"))
+	a, _ := newTestAgent(t, f, profilesDoc, nil)
+	_, err := ask(a, "reader", "say hi", false, nil)
+	e := registry.AsError(err)
+	if e == nil || strings.Contains(e.Message, testKey[:len(testKey)/2]) {
+		t.Fatalf("a part of the key survived: %+v", e)
 	}
 }

@@ -222,7 +222,9 @@ func (m *model) classify(ctx context.Context, err error, timedOut bool) failure 
 		f.status, f.message = apiErr.HTTPStatusCode, apiErr.Message
 	case errors.As(err, &reqErr):
 		f.status = reqErr.HTTPStatusCode
-		f.message = strings.TrimSpace(string(reqErr.Body))
+		// Redacted before it is cut: a key that straddles the cut would
+		// no longer match whole.
+		f.message = m.redact(strings.TrimSpace(string(reqErr.Body)))
 		if len(f.message) > 500 {
 			n := 500
 			for n > 0 && !utf8.RuneStart(f.message[n]) { // never inside a character

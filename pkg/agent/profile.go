@@ -246,11 +246,14 @@ func ParseProfiles(data []byte, format string) (*Profiles, error) {
 			}
 		}
 		for i, d := range p.Delegates {
-			switch _, ok := file.Profiles[d]; {
+			switch dp, ok := file.Profiles[d]; {
 			case d == name:
 				bad(fmt.Sprintf("%s.delegates[%d]", at, i), "a profile cannot delegate to itself")
 			case !ok:
 				bad(fmt.Sprintf("%s.delegates[%d]", at, i), "no profile named %q", d)
+			case p.Mode == ModeReadOnly && dp.Mode == ModeFull:
+				// Its sub-agent would call what this profile may not.
+				bad(fmt.Sprintf("%s.delegates[%d]", at, i), "%q is mode full, and a read_only profile must not reach write tools through a delegate; make %q read_only or drop it here", d, d)
 			}
 		}
 		ps.byName[name] = &p

@@ -32,7 +32,8 @@ func TestParseProfilesReportsEveryProblem(t *testing.T) {
 	  "profiles": {
 	    "a": {"mode": "admin", "max_steps": 1000, "delegates": ["a", "ghost"]},
 	    "Bad Name": {"temperature": 3, "skills": ["x__y"], "context_budget": -1},
-	    "c": {"max_tools": 500, "tags": [" "]}
+	    "c": {"max_tools": 500, "tags": [" "], "delegates": ["w"]},
+	    "w": {"mode": "full"}
 	  }
 	}`), "json")
 	if err == nil {
@@ -50,6 +51,7 @@ func TestParseProfilesReportsEveryProblem(t *testing.T) {
 		"profiles.Bad Name.context_budget: must be a positive number",
 		"profiles.c.max_tools: must be from 1 to 128",
 		"profiles.c.tags[0]: is empty",
+		`profiles.c.delegates[0]: "w" is mode full, and a read_only profile must not reach write tools through a delegate`,
 		"default: name the profile a run gets",
 	} {
 		if !strings.Contains(err.Error(), want) {

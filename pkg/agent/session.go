@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +26,8 @@ type run struct {
 
 	emitMu sync.Mutex // serializes calls to emitFn
 	emitFn func(Event)
+
+	callSeq atomic.Uint64 // numbers the tool calls the endpoint sent without an id
 
 	mu       sync.Mutex // guards the fields below
 	calls    []*ToolCall
@@ -197,6 +200,7 @@ type outcome struct {
 // loop asks the model and runs its tool calls until it answers in text or
 // the step limit is reached.
 func (s *session) loop(ctx context.Context) (outcome, error) {
+	unrun := 0 // tool calls asked for at the last step
 	for s.steps < s.p.MaxSteps {
 		s.steps++
 		t, err := s.ask(ctx)
@@ -204,6 +208,15 @@ func (s *session) loop(ctx context.Context) (outcome, error) {
 			return outcome{}, err
 		}
 		msg := s.assistantMessage(t.msg)
+		if len(msg.ToolCalls) > 0 && !s.toolsOff && s.steps == s.p.MaxSteps {
+			// No model call is left to read their results: running them
+			// would have effects nobody sees.
+			unrun = len(msg.ToolCalls)
+			if msg.Content != "" {
+				s.msgs = append(s.msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content})
+			}
+			break
+		}
 		s.msgs = append(s.msgs, msg)
 		if len(msg.ToolCalls) == 0 || s.toolsOff {
 			finish := t.finish
@@ -221,7 +234,11 @@ func (s *session) loop(ctx context.Context) (outcome, error) {
 		}
 		s.msgs = append(s.msgs, results...)
 	}
-	s.note(fmt.Sprintf("stopped after %d steps, the profile's max_steps, before the model gave a final answer", s.p.MaxSteps))
+	why := fmt.Sprintf("stopped after %d steps, the profile's max_steps, before the model gave a final answer", s.p.MaxSteps)
+	if unrun > 0 {
+		why += fmt.Sprintf("; the %d tool call(s) it asked for last were not run", unrun)
+	}
+	s.note(why)
 	var last string
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		if m := s.msgs[i]; m.Role == openai.ChatMessageRoleAssistant && m.Content != "" {
@@ -291,9 +308,11 @@ func (s *session) ask(ctx context.Context) (turn, error) {
 // tool calls get ids if the endpoint sent none, and lose their stream index.
 func (s *session) assistantMessage(m openai.ChatCompletionMessage) openai.ChatCompletionMessage {
 	out := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.Content}
-	for i, tc := range m.ToolCalls {
+	for _, tc := range m.ToolCalls {
 		if tc.ID == "" {
-			tc.ID = fmt.Sprintf("call_%d_%d_%d", s.depth, s.steps, i)
+			// Unique across the run, sub-agents included: events and the
+			// response's tool_calls pair calls by id.
+			tc.ID = fmt.Sprintf("call_%d_%d", s.r.id, s.r.callSeq.Add(1))
 		}
 		tc.Index = nil
 		tc.Type = openai.ToolTypeFunction
@@ -345,6 +364,18 @@ type budgetRoom struct {
 	left int
 }
 
+// charge claims cost tokens whether or not they fit.
+func (b *budgetRoom) charge(cost int) {
+	b.mu.Lock()
+	b.left -= cost
+	b.mu.Unlock()
+}
+
+// toolMessageCost estimates what a tool message adds to the next request.
+func toolMessageCost(content, id string) int {
+	return estimateMessage(openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: id})
+}
+
 // take claims cost tokens if they fit; it returns what was left before.
 func (b *budgetRoom) take(cost int) (left int, ok bool) {
 	b.mu.Lock()
@@ -372,7 +403,7 @@ func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, r
 	start := time.Now()
 	content, e := s.exec(ctx, tc, rec)
 	if e == nil {
-		cost := estimateMessage(openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: tc.ID})
+		cost := toolMessageCost(content, tc.ID)
 		if left, ok := room.take(cost); !ok {
 			e = registry.Errorf(CodeContextBudget,
 				"the result of %s is about %d tokens, more than the %d tokens left in profile %s's context budget of %d; ask for less (a narrower query, a smaller limit)",
@@ -385,6 +416,13 @@ func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, r
 	if e != nil {
 		rec.OK, rec.Error, rec.Summary = false, e, summarize(e.Message)
 		content = errorContent(e)
+		// The answer to a mistake goes into the next request as well. One
+		// that does not fit what is left (an unknown tool's list of every
+		// offered one) is cut to its code and the start of its message.
+		if _, ok := room.take(toolMessageCost(content, tc.ID)); !ok {
+			content = errorContent(&registry.Error{Code: e.Code, Retryable: e.Retryable, Message: summarize(e.Message)})
+			room.charge(toolMessageCost(content, tc.ID))
+		}
 	} else {
 		rec.OK, rec.Summary = true, summarize(content)
 	}
@@ -486,10 +524,12 @@ func (s *session) delegate(ctx context.Context, tc openai.ToolCall, rec *ToolCal
 	s.r.count(func(c *Counters) { c.Delegations++ })
 	sub, err := s.r.newSession(ctx, d, s.depth+1, tc.ID, []Message{{Role: "user", Content: in.Task}})
 	if err != nil {
+		s.r.count(func(c *Counters) { c.ToolErrors++ })
 		return "", registry.AsError(err)
 	}
 	out, err := sub.loop(ctx)
 	if err != nil {
+		s.r.count(func(c *Counters) { c.ToolErrors++ })
 		e := registry.AsError(err)
 		return "", &registry.Error{Code: e.Code, Retryable: e.Retryable, Details: e.Details,
 			Message: fmt.Sprintf("sub-agent %s failed: %s", d.Name, e.Message)}
