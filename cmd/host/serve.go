@@ -241,6 +241,11 @@ func serve(f serveFlags, log hclog.Logger) error {
 			log.Warn("only an invoke token is set: rescan, disable, enable and pin are refused over the API")
 		}
 	}
+	// Outermost, so that a web page's request is refused before anything
+	// else looks at it. A unix socket is out of a browser's reach.
+	if !strings.HasPrefix(f.listen, "unix:") {
+		handler = api.GuardBrowsers(handler, token == "")
+	}
 	srv := &http.Server{
 		Handler: handler, ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),

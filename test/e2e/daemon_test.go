@@ -765,3 +765,53 @@ func TestUnixSocketInUseIsRefused(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// A web page cannot drive a loopback daemon without a token: a cross-site
+// request that changes something is refused, and so is any request whose
+// Host is not loopback (DNS rebinding); the console's own origin and
+// clients that are not browsers pass.
+func TestBrowserRequestsRefused(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	d := testenv.StartDaemon(t, hostBin, nil, "--skills", tree, "--state-dir", t.TempDir())
+	waitReady(t, d)
+	send := func(method, path, host string, headers map[string]string) (int, string) {
+		req, err := http.NewRequest(method, d.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	crossSite := map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+	if code, body := send("POST", "/v1/skills/svc/disable", "", crossSite); code != 403 || !strings.Contains(body, "cross-origin request refused") {
+		t.Fatalf("cross-site disable = %d %s", code, body)
+	}
+	if code, body := send("GET", "/v1/skills", "rebind.evil.example:7070", nil); code != 403 || !strings.Contains(body, "refused") {
+		t.Fatalf("request for a rebound host name = %d %s", code, body)
+	}
+	if _, body := d.Do(t, "GET", "/v1/skills/svc", nil); !strings.Contains(string(body), `"disabled":false`) {
+		t.Fatalf("a cross-site request disabled the skill: %s", body)
+	}
+	for _, h := range []map[string]string{{"Sec-Fetch-Site": "same-origin", "Origin": d.URL}, nil} {
+		for _, action := range []string{"disable", "enable"} {
+			if code, body := send("POST", "/v1/skills/svc/"+action, "", h); code != 200 {
+				t.Fatalf("%s with %v = %d %s", action, h, code, body)
+			}
+		}
+	}
+	if code, body := send("GET", "/v1/skills", "localhost:7070", nil); code != 200 {
+		t.Fatalf("request for localhost = %d %s", code, body)
+	}
+}
