@@ -90,6 +90,7 @@ type launchConfig struct {
 	reaper        *reaper     // nil: none; told of every process group started and stopped
 	sweeper       *sweeper    // nil: none; told of every skill process started and gone
 	gomaxprocs    int         // > 0: GOMAXPROCS for a skill whose manifest sets none
+	sockDir       string      // the folder the skill makes its go-plugin socket in
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -155,6 +156,9 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	cmd := exec.CommandContext(abortCtx, exe)
 	cmd.Dir = inst.ver.Dir
 	cmd.Env = append(envList(m.Env), cfg.mtls.env)
+	if cfg.sockDir != "" {
+		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+cfg.sockDir)
+	}
 	if _, set := m.Env["GOMAXPROCS"]; cfg.gomaxprocs > 0 && !set {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(cfg.gomaxprocs))
 	}

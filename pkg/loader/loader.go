@@ -113,11 +113,12 @@ type Config struct {
 
 // Loader runs the skills of one tree.
 type Loader struct {
-	cfg    Config
-	reg    *registry.Registry
-	log    hclog.Logger
-	hashes *manifest.HashCache
-	mtls   *clientCert // made once: see clientCert
+	cfg     Config
+	sockDir string // where skills create their go-plugin sockets
+	reg     *registry.Registry
+	log     hclog.Logger
+	hashes  *manifest.HashCache
+	mtls    *clientCert // made once: see clientCert
 	// digestSaveFailing is set while saving DigestCache fails, so the
 	// warning is logged once; guarded by scanMu.
 	digestSaveFailing bool
@@ -184,6 +185,25 @@ func makeRunDir(parent string, forSkillUser bool) (string, error) {
 		return "", fmt.Errorf("loader: run folder %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// maxSockDir leaves room in a socket path (108 bytes on Linux, 104 on
+// BSDs) for go-plugin's "/plugin" and a random number.
+const maxSockDir = 80
+
+// makeSockDir makes the folder skills create their sockets in: the host's
+// alone, or with a skill user, writable by that user's group too.
+func makeSockDir(dir string, gid int) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if gid < 0 {
+		return nil
+	}
+	if err := os.Chown(dir, -1, gid); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o770)
 }
 
 // removeStaleRunDirs deletes the run folders of hosts that died without
@@ -282,6 +302,18 @@ func New(cfg Config) (*Loader, error) {
 		return nil, err
 	}
 	l.cfg.RunDir = dir
+	// The skills' go-plugin sockets go in the run folder rather than in the
+	// temp folder: those of skills killed with a killed host (the watchdog
+	// does that) go with the folder, at the next start, instead of staying.
+	if sock := filepath.Join(dir, "sock"); len(sock) <= maxSockDir {
+		if err := makeSockDir(sock, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("loader: run folder: %w", err)
+		}
+		l.sockDir = sock
+	} else {
+		l.log.Info("the run folder's path is too long for unix sockets; skills make theirs in the temp folder", "run_dir", dir)
+	}
 	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid, hashes)
 	if len(cfg.Reaper) > 0 {
 		r, err := startReaper(cfg.Reaper)
@@ -477,7 +509,7 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 	return launch(ctx, launchConfig{
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
-		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper, mtls: l.mtls,
+		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper, mtls: l.mtls, sockDir: l.sockDir,
 		gomaxprocs: l.cfg.SkillGOMAXPROCS,
 	}, ver)
 }

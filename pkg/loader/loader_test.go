@@ -1191,3 +1191,22 @@ func TestDeletedSkillLeavesTheStatus(t *testing.T) {
 	h.install("svc", "1.0.0", nil)
 	h.waitVersion("svc", "1.0.0", 5*time.Second)
 }
+
+// Skills make their go-plugin sockets inside the run folder, so those of
+// skills killed with a killed host go with the folder at the next start.
+func TestSocketsLiveInTheRunFolder(t *testing.T) {
+	h := newHarness(t, nil)
+	h.install("svc", "1.0.0", nil)
+	h.start()
+	h.waitVersion("svc", "1.0.0", time.Second)
+	if filepath.Dir(h.l.sockDir) != h.l.cfg.RunDir {
+		t.Fatalf("socket folder %q is not in the run folder %s", h.l.sockDir, h.l.cfg.RunDir)
+	}
+	entries, err := os.ReadDir(h.l.sockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Type()&os.ModeSocket == 0 {
+		t.Fatalf("want the one skill's socket in %s, found %v", h.l.sockDir, entries)
+	}
+}
