@@ -225,6 +225,9 @@ func ParseProfiles(data []byte, format string) (*Profiles, error) {
 			p.MaxTools = DefaultMaxTools
 		} else if p.MaxTools < 1 || p.MaxTools > registry.MaxLimit {
 			bad(at+".max_tools", "must be from 1 to %d, not %d", registry.MaxLimit, p.MaxTools)
+		} else if n := p.MaxTools + len(p.Delegates); n > registry.MaxLimit {
+			// Each delegate is one more tool in the request.
+			bad(at+".max_tools", "%d plus %d delegates make %d tools, more than the %d a request may carry", p.MaxTools, len(p.Delegates), n, registry.MaxLimit)
 		}
 		if p.ContextBudget == 0 {
 			p.ContextBudget = DefaultContextBudget

@@ -33,7 +33,8 @@ func TestParseProfilesReportsEveryProblem(t *testing.T) {
 	    "a": {"mode": "admin", "max_steps": 1000, "delegates": ["a", "ghost"]},
 	    "Bad Name": {"temperature": 3, "skills": ["x__y"], "context_budget": -1},
 	    "c": {"max_tools": 500, "tags": [" "], "delegates": ["w"]},
-	    "w": {"mode": "full"}
+	    "w": {"mode": "full"},
+	    "many": {"max_tools": 128, "delegates": ["c"]}
 	  }
 	}`), "json")
 	if err == nil {
@@ -51,6 +52,7 @@ func TestParseProfilesReportsEveryProblem(t *testing.T) {
 		"profiles.Bad Name.context_budget: must be a positive number",
 		"profiles.c.max_tools: must be from 1 to 128",
 		"profiles.c.tags[0]: is empty",
+		"profiles.many.max_tools: 128 plus 1 delegates make 129 tools, more than the 128 a request may carry",
 		`profiles.c.delegates[0]: "w" is mode full, and a read_only profile must not reach write tools through a delegate`,
 		"default: name the profile a run gets",
 	} {
