@@ -375,9 +375,6 @@ func TestConsoleHotSwapLive(t *testing.T) {
 	p.screenshot("crash")
 }
 
-// TestConsoleTokenPrompt runs the daemon with --token-file: the page loads
-// without the token, asks for it, refuses a wrong one, keeps the right one
-// in the tab only and sends it on every call.
 // TestConsoleShowsBrokenVersionsWithReasons: versions that failed, are
 // invalid or are an incomplete copy are listed beside the serving one, each
 // with its state and its reason, and one that arrives later shows up live.
@@ -392,7 +389,7 @@ func TestConsoleShowsBrokenVersionsWithReasons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, tree, "")
+	d := startDaemon(t, tree, "", "--start-timeout", "60s")
 	p := openPage(t, d.URL+"/ui/")
 	p.waitSkills(map[string]string{"svc": "1.0.0"})
 	version := func(v, state, says string) string {
@@ -415,9 +412,21 @@ func TestConsoleShowsBrokenVersionsWithReasons(t *testing.T) {
 	}
 	p.wait(10*time.Second, "4.0.0 invalid, with why", version("4.0.0", "invalid", "not executable"))
 	p.wait(5*time.Second, "4.0.0 on the timeline", `document.querySelector('#timeline li[data-kind="fail"][data-skill="svc"][data-version="4.0.0"]') !== null`)
+
+	// A skill whose first start hangs serves nothing yet: the Active column
+	// shows the version starting, not "—" with the version among the others.
+	if _, err := testenv.Install(tree, testenv.Version{Skill: "slow", Version: "1.0.0", Binary: skillBin, Env: map[string]string{"TESTSKILL_MODE": "nohandshake"}}); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10*time.Second, "slow 1.0.0 starting in the Active column", `(() => { const r = `+row("slow")+`;
+		return r && r.dataset.active === '' && r.querySelector('td.active .version[data-version="1.0.0"][data-state="starting"]')
+			&& !r.querySelector('td.others .version') && r.querySelector('td.restarts').textContent === '0'; })()`)
 	p.screenshot("broken-versions")
 }
 
+// TestConsoleTokenPrompt runs the daemon with --token-file: the page loads
+// without the token, asks for it, refuses a wrong one, keeps the right one
+// in the tab only and sends it on every call.
 func TestConsoleTokenPrompt(t *testing.T) {
 	const token = "console-test-token-0123456789"
 	tokFile := filepath.Join(t.TempDir(), "token")
@@ -462,4 +471,61 @@ func TestConsoleTokenPrompt(t *testing.T) {
 	p.do(10*time.Second, "click Disable", chromedp.Click(chromedp.CSS(`tr[data-skill="calc"] button[data-action="disable"]`)))
 	p.wait(20*time.Second, "calc disabled", row("calc")+`.dataset.disabled === 'true'`)
 	p.screenshot("token-ok")
+}
+
+// TestConsoleCrashLoopInActiveColumn crashes a skill until the page has
+// shown it between a crash and its restart: the Active column holds the
+// crashed version with its error and the restarts so far (the loader names
+// no active version then), and the version is not among the others.
+func TestConsoleCrashLoopInActiveColumn(t *testing.T) {
+	tree := t.TempDir()
+	if _, err := testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin}); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, tree, "")
+	p := openPage(t, d.URL+"/ui/")
+	p.waitSkills(map[string]string{"svc": "1.0.0"})
+	pid := func() string {
+		var st struct{ Versions []struct{ PID int } }
+		_, body := d.Do(t, "GET", "/v1/skills/svc", nil)
+		json.Unmarshal(body, &st)
+		if len(st.Versions) == 0 {
+			return ""
+		}
+		return strconv.Itoa(st.Versions[0].PID)
+	}
+	// The restart waits 250 ms, doubling with each crash: within a few
+	// crashes the page has had time to show the crashed version.
+	for n := 1; ; n++ {
+		old := pid()
+		if code, body := d.Do(t, "POST", "/v1/tools/svc.crash/invoke", `{"arguments":{}}`); code != 502 {
+			t.Fatalf("crash %d: %d %s", n, code, body)
+		}
+		got := p.poll(20*time.Second, `(() => { const r = `+row("svc")+`;
+			if (r.querySelector('td.active .version[data-version="1.0.0"][data-state="crashed"]')) return 'crashed';
+			const pid = r.querySelector('td.pid').textContent;
+			return r.dataset.active === '1.0.0' && pid !== '—' && pid !== `+strconv.Quote(old)+` ? 'back' : ''; })()`)
+		if got == "" {
+			t.Fatalf("after crash %d the page shows neither the crash nor the restart", n)
+		}
+		if got == "back" {
+			if n == 6 {
+				t.Fatal("six crashes and the page never showed svc crashed in the Active column")
+			}
+			continue
+		}
+		r := eval[string](p, row("svc")+`.querySelector('td.active').innerText`)
+		if !strings.Contains(r, "process exited unexpectedly") {
+			t.Errorf("crashed Active cell has no error: %q", r)
+		}
+		if got := eval[string](p, row("svc")+`.querySelector('td.restarts').textContent`); got != strconv.Itoa(n) {
+			t.Errorf("restarts during crash %d = %q", n, got)
+		}
+		if eval[bool](p, row("svc")+`.querySelector('td.others .version') !== null`) {
+			t.Errorf("the crashed version is also listed among the others: %s", eval[string](p, row("svc")+`.innerText`))
+		}
+		p.screenshot("crashed")
+		break
+	}
+	p.waitSkills(map[string]string{"svc": "1.0.0"})
 }

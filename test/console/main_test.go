@@ -245,6 +245,26 @@ func (p *page) wait(timeout time.Duration, what, expr string) {
 	}
 }
 
+// poll evaluates the JavaScript expression until it gives a non-empty
+// string, and returns it; "" when the timeout passes first. It is wait for
+// a test that goes one way or another on what the page shows.
+func (p *page) poll(timeout time.Duration, expr string) string {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("String(("+expr+") || '')"))
+		cancel()
+		if err == nil && s != "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			return ""
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // eval evaluates a JavaScript expression.
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()

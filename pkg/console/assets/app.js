@@ -363,12 +363,22 @@
     return left > 0 ? `ends in ${Math.ceil(left / 1000)}s` : 'grace over, stopping…';
   }
 
+  // shown is the version for the Active column. The loader names only a
+  // version that serves (s.active); while none does, a version crashing in
+  // a loop or starting up is what the operator waits on, so it shows there
+  // with its error and restarts rather than among the other versions.
+  function shown(s) {
+    const vs = s.versions || [];
+    if (s.active) return vs.find((v) => v.version === s.active);
+    return vs.find((v) => v.state === 'crashed') || vs.find((v) => v.state === 'starting');
+  }
+
   function renderSkills() {
     const body = $('skills-body');
     const rows = [];
     let tools = 0;
     for (const s of st.skills) {
-      const active = (s.versions || []).find((v) => v.version === s.active);
+      const active = shown(s);
       const others = (s.versions || []).filter((v) => v !== active);
       const inFlight = (s.versions || []).reduce((n, v) => n + (v.in_flight || 0), 0);
       const c = st.calls[s.name] || { calls: 0, errors: 0 };
@@ -381,7 +391,7 @@
       const activeCell = h('td', { class: 'active' }, active
         ? h('div', { class: 'version', 'data-version': active.version, 'data-state': active.state },
           badge('v', active.version), badge('s-' + active.state, active.state),
-          active.last_error && BAD.has(active.state) ? h('span', { class: 'why', text: active.last_error }) : null)
+          active.last_error ? h('span', { class: BAD.has(active.state) ? 'why' : 'why note', text: active.last_error }) : null)
         : h('span', { class: 'muted', text: '—' }));
       rows.push(h('tr', { 'data-skill': s.name, 'data-active': s.active || '', 'data-disabled': String(!!s.disabled), 'data-pinned': s.pinned || '' },
         nameCell,
