@@ -529,3 +529,48 @@ func TestConsoleCrashLoopInActiveColumn(t *testing.T) {
 	}
 	p.waitSkills(map[string]string{"svc": "1.0.0"})
 }
+
+// detailVersion is the JS expression of the "skill version" badge of the
+// tool detail pane.
+const detailVersion = `document.querySelector('#tool-detail .badge.v')?.textContent`
+
+// TestConsoleToolDetailFollowsRegistry keeps a tool open in the detail pane
+// while its skill changes under it: a hot swap shows the new version with
+// what was typed still in the form, a removal shows the tool gone, and its
+// return shows it again, all without a click.
+func TestConsoleToolDetailFollowsRegistry(t *testing.T) {
+	tree := t.TempDir()
+	if _, err := testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin}); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, tree, "", "--grace", "2s")
+	p := openPage(t, d.URL+"/ui/")
+	p.waitSkills(map[string]string{"svc": "1.0.0"})
+	p.pick("svc.echo")
+	if v := eval[string](p, detailVersion); v != "svc 1.0.0" {
+		t.Fatalf("detail shows %q", v)
+	}
+	p.fill("msg", "hello")
+
+	if _, err := testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.1.0", Binary: skillBin}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitSkills(map[string]string{"svc": "1.1.0"})
+	p.wait(10*time.Second, "the detail on 1.1.0 with the typed message kept", detailVersion+` === 'svc 1.1.0' && document.getElementById('arg-msg')?.value === 'hello'`)
+	p.invoke()
+	if r := p.resultText(); !strings.Contains(r, "svc 1.1.0") || !strings.Contains(r, `"msg": "hello"`) {
+		t.Errorf("call from the redrawn form:\n%s", r)
+	}
+
+	// Removed: the pane says so, with the daemon's reason, and offers no form.
+	if code, body := d.Do(t, "POST", "/v1/skills/svc/disable", nil); code != 200 {
+		t.Fatalf("disable: %d %s", code, body)
+	}
+	p.wait(10*time.Second, "the detail shows svc.echo gone", `document.querySelector('#tool-detail [data-gone]') && !document.getElementById('try-form')
+		&& document.querySelector('#tool-detail h3').textContent === 'svc.echo'`)
+	p.screenshot("tool-gone")
+	if code, body := d.Do(t, "POST", "/v1/skills/svc/enable", nil); code != 200 {
+		t.Fatalf("enable: %d %s", code, body)
+	}
+	p.wait(10*time.Second, "the detail back on its return", `document.querySelector('#try-form[data-tool="svc.echo"]') && !document.querySelector('#tool-detail [data-gone]') && `+detailVersion+` === 'svc 1.1.0'`)
+}

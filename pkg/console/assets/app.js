@@ -16,6 +16,7 @@
     crashed: {},                         // "skill@version" -> true after a crash, for restarts
     skew: 0,                             // server clock minus ours, ms
     tools: [], selected: null,           // the tool list and the chosen tool's name
+    detailKey: null, detailSeq: 0,       // what the detail pane shows; the latest lookup of it
     pinChoice: {},                       // skill -> version picked in its pin menu
     conn: null,                          // AbortController of the event stream
     retry: 0,
@@ -522,6 +523,7 @@
       const body = await api('GET', path);
       st.tools = body.tools || [];
       renderTools(q || tags);
+      followSelected();
     } catch (e) {
       if (e.status === 401) return;
       $('tool-list').replaceChildren(h('li', { class: 'none error', text: `${e.code}: ${e.message}` }));
@@ -554,11 +556,84 @@
     const t = st.tools.find((x) => x.name === name);
     if (!t) return;
     st.selected = name;
+    st.detailSeq++;
     for (const li of $('tool-list').children) li.setAttribute('aria-selected', String(li.dataset.tool === name));
-    renderDetail(t);
+    renderDetail(t, false);
   }
 
-  function renderDetail(t) {
+  // followSelected keeps the detail pane true to the registry once the tool
+  // list was fetched again: after a hot swap, a removal or a change of
+  // availability the chosen tool is shown anew, or as gone. One that only
+  // fell out of the search hits is looked up by name.
+  async function followSelected() {
+    const name = st.selected;
+    if (!name) return;
+    const seq = ++st.detailSeq;
+    let t = st.tools.find((x) => x.name === name);
+    let gone = null;
+    if (!t) {
+      try {
+        t = await api('GET', `/v1/tools/${enc(name)}`);
+      } catch (e) {
+        if (e.status !== 404) return; // unreachable or refused: what shows is all we know
+        gone = e;
+      }
+    }
+    if (seq !== st.detailSeq || st.selected !== name) return; // another pick or lookup came since
+    if (t) renderDetail(t, true);
+    else showGone(name, gone);
+  }
+
+  // detailKey tells whether a tool changed; the score is the search's, not
+  // the tool's.
+  const detailKey = (t) => JSON.stringify(Object.assign({}, t, { score: undefined }));
+
+  function showGone(name, err) {
+    st.detailKey = null;
+    $('tool-detail').replaceChildren(
+      h('h3', { text: name }),
+      h('div', { class: 'tmeta', 'data-gone': 'true' }, badge('s-unavailable', 'gone'),
+        h('span', { class: 'muted small', text: `No longer registered (${err.code}): ${err.message}` })));
+  }
+
+  // renderDetail shows tool t. With keep (the same tool, fetched again),
+  // nothing is redrawn unless the tool changed, and then what the operator
+  // typed stays in the fields that still exist with the same input, with
+  // the last answer, the open sections and the focus.
+  function renderDetail(t, keep) {
+    const key = detailKey(t);
+    const pane = $('tool-detail');
+    const oldForm = $('try-form');
+    const again = keep && oldForm && oldForm.dataset.tool === t.name;
+    if (again && key === st.detailKey) return;
+    st.detailKey = key;
+    const values = {}, open = {};
+    let oldResult = null, focus = null;
+    if (again) {
+      for (const el of oldForm.querySelectorAll('[data-field] input, [data-field] select, [data-field] textarea')) {
+        values[el.name] = { type: el.type, value: el.value, checked: el.checked };
+      }
+      for (const d of pane.querySelectorAll('details')) open[d.querySelector('summary').textContent] = d.open;
+      oldResult = $('try-result');
+      if (pane.contains(document.activeElement)) focus = document.activeElement.id;
+    }
+    buildDetail(t);
+    if (!again) return;
+    for (const el of $('try-form').querySelectorAll('[data-field] input, [data-field] select, [data-field] textarea')) {
+      const v = values[el.name];
+      if (!v || v.type !== el.type) continue;
+      if (el.type === 'checkbox') el.checked = v.checked;
+      else if (el.tagName !== 'SELECT' || [...el.options].some((o) => o.value === v.value)) el.value = v.value;
+    }
+    for (const d of pane.querySelectorAll('details')) {
+      const o = open[d.querySelector('summary').textContent];
+      if (o !== undefined) d.open = o;
+    }
+    if (oldResult) $('try-result').replaceWith(oldResult);
+    if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
+  }
+
+  function buildDetail(t) {
     const ann = t.annotations || {};
     const flags = ['read_only', 'destructive', 'idempotent', 'open_world'].filter((k) => ann[k]).map((k) => badge('tag', k.replace('_', '-')));
     const result = h('div', { id: 'try-result', 'aria-live': 'polite' });
@@ -677,11 +752,14 @@
         return;
       }
       submit.disabled = true;
+      // The pane may have been redrawn for a new version meanwhile: the
+      // answer goes where this tool's answer shows now, if it still does.
+      const out = () => (result.isConnected ? result : ($('try-form')?.dataset.tool === t.name ? $('try-result') : null));
       try {
         const res = await api('POST', `/v1/tools/${enc(t.name)}/invoke`, { arguments: args });
-        showResult(result, res);
+        if (out()) showResult(out(), res);
       } catch (err) {
-        showResult(result, { error: { code: err.code, message: err.message, details: err.details }, status: err.status });
+        if (out()) showResult(out(), { error: { code: err.code, message: err.message, details: err.details }, status: err.status });
       } finally {
         submit.disabled = false;
         soon(refresh, 'refresh', 50); // the call counters moved
