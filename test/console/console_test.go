@@ -574,3 +574,45 @@ func TestConsoleToolDetailFollowsRegistry(t *testing.T) {
 	}
 	p.wait(10*time.Second, "the detail back on its return", `document.querySelector('#try-form[data-tool="svc.echo"]') && !document.querySelector('#tool-detail [data-gone]') && `+detailVersion+` === 'svc 1.1.0'`)
 }
+
+// TestConsoleTimelineReloadInPlace rewrites the serving version's manifest
+// in place: the new instance is labelled a reload, not an up, and the old
+// instance of the same version draining does not make the page forget what
+// serves, so the next version is labelled a swap from it.
+func TestConsoleTimelineReloadInPlace(t *testing.T) {
+	tree := t.TempDir()
+	dir, err := testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, tree, "", "--grace", "2s")
+	p := openPage(t, d.URL+"/ui/")
+	p.waitSkills(map[string]string{"svc": "1.0.0"})
+	p.wait(10*time.Second, "svc up on the timeline", `document.querySelector('#timeline li[data-kind="up"][data-skill="svc"]')`)
+	old := eval[string](p, row("svc")+`.querySelector('td.pid').textContent`)
+
+	// A new manifest (one more env variable), renamed over the old one.
+	sum, err := testenv.SHA256File(filepath.Join(dir, "skill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := testenv.Version{Skill: "svc", Version: "1.0.0", Env: map[string]string{"TESTSKILL_RELOADED": "1"}}
+	tmp := filepath.Join(tree, ".staging", "manifest.json")
+	if err := os.WriteFile(tmp, v.Manifest(sum), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10*time.Second, "the reload on the timeline", `document.querySelector('#timeline li[data-kind="reload"][data-skill="svc"][data-version="1.0.0"]')?.innerText.includes('svc 1.0.0: reloaded in place')`)
+	p.wait(10*time.Second, "the old instance stopped", `document.querySelector('#timeline li[data-kind="stop"][data-skill="svc"][data-version="1.0.0"]')?.innerText.includes('pid `+old+`')`)
+	if n := eval[int](p, `document.querySelectorAll('#timeline li[data-kind="up"][data-skill="svc"]').length`); n != 1 {
+		t.Errorf("%d up events for svc, want only its first start", n)
+	}
+
+	if _, err := testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.1.0", Binary: skillBin}); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10*time.Second, "the swap after the reload", `document.querySelector('#timeline li[data-kind="swap"][data-skill="svc"][data-version="1.1.0"]')?.innerText.includes('svc 1.0.0 → 1.1.0')`)
+	p.screenshot("reload")
+}

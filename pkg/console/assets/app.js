@@ -12,7 +12,7 @@
   const st = {
     skills: [], problems: [], calls: {}, // calls: skill -> {calls, errors}
     timeline: [],                        // events, oldest first
-    lastActive: {},                      // skill -> version serving, for swap detection
+    lastActive: {},                      // skill -> {version, pid} serving, for swap detection
     crashed: {},                         // "skill@version" -> true after a crash, for restarts
     skew: 0,                             // server clock minus ours, ms
     tools: [], selected: null,           // the tool list and the chosen tool's name
@@ -292,8 +292,11 @@
   }
 
   // ---- timeline ----------------------------------------------------------
-  // classify labels an event (swap, up, crash, restart, drain, stop, fail)
-  // from the events before it, and appends it to the timeline.
+  // classify labels an event (swap, reload, up, crash, restart, drain, stop,
+  // fail) from the events before it, and appends it to the timeline. A
+  // version reloaded in place (its files changed) has a new instance
+  // active before the old one of the same version drains: what serves is
+  // told apart by pid, not by version.
   function classify(e) {
     const key = e.skill + '@' + e.version;
     let kind = e.state || e.type;
@@ -308,15 +311,16 @@
         case 'active': {
           const prev = st.lastActive[e.skill];
           if (st.crashed[key] || /restart/i.test(e.reason || '')) kind = 'restart';
-          else if (prev && prev !== e.version) { kind = 'swap'; what = `${e.skill} ${prev} → ${e.version}: swapped in`; }
+          else if (prev && prev.version !== e.version) { kind = 'swap'; what = `${e.skill} ${prev.version} → ${e.version}: swapped in`; }
+          else if (prev) { kind = 'reload'; what = `${e.skill} ${e.version}: reloaded in place`; }
           else kind = 'up';
-          st.lastActive[e.skill] = e.version;
+          st.lastActive[e.skill] = { version: e.version, pid: e.pid };
           delete st.crashed[key];
           break;
         }
         case 'crashed': kind = 'crash'; st.crashed[key] = true; break;
-        case 'draining': kind = 'drain'; if (st.lastActive[e.skill] === e.version) delete st.lastActive[e.skill]; break;
-        case 'stopped': kind = 'stop'; if (st.lastActive[e.skill] === e.version) delete st.lastActive[e.skill]; break;
+        case 'draining': kind = 'drain'; retired(e); break;
+        case 'stopped': kind = 'stop'; retired(e); break;
         case 'failed': case 'invalid': case 'incomplete': kind = 'fail'; break;
         case 'starting': kind = 'start'; break;
       }
@@ -326,6 +330,18 @@
     if (e.duration_ms) extra.push(e.duration_ms.toFixed(1) + ' ms');
     st.timeline.push({ e, kind, what, why: [e.reason, extra.join(', ')].filter(Boolean).join(' · ') });
     if (st.timeline.length > TIMELINE_MAX) st.timeline.splice(0, st.timeline.length - TIMELINE_MAX);
+  }
+
+  // retired forgets what served when e is the end of that instance, or of
+  // the whole skill (a crashed skill taken out of service has no version).
+  function retired(e) {
+    const prev = st.lastActive[e.skill];
+    if (!e.version) {
+      delete st.lastActive[e.skill];
+      for (const k of Object.keys(st.crashed)) if (k.startsWith(e.skill + '@')) delete st.crashed[k];
+    } else if (prev && e.pid && e.pid === prev.pid) {
+      delete st.lastActive[e.skill];
+    }
   }
 
   function renderTimeline() {
