@@ -368,7 +368,7 @@ func TestSlowBody(t *testing.T) {
 	}
 	defer c.Close()
 	start := time.Now()
-	fmt.Fprintf(c, "POST /v1/tools/good.echo/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"arguments\":{\"msg\":\"")
+	fmt.Fprintf(c, "POST /v1/tools/good.echo/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"arguments\":{\"msg\":\"")
 	answer := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(c) // until the server closes the connection
@@ -422,7 +422,7 @@ func TestSlowClients(t *testing.T) {
 			}
 			defer c.Close()
 			start := time.Now()
-			head := "POST /v1/tools/good.echo/invoke HTTP/1.1\r\nHost: x\r\nX-Slow: "
+			head := "POST /v1/tools/good.echo/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 			sent := 0
 			// Detect the server closing the connection while we dribble.
 			closed := make(chan struct{})
