@@ -513,10 +513,9 @@ func serveUnix(t *testing.T, tree string, logs io.Writer, args ...string) (strin
 	}}}
 }
 
-func TestUnixSocket(t *testing.T) {
-	tree := t.TempDir()
-	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
-	sock, c := serveUnix(t, tree, nil)
+// waitUnixReady waits until the daemon behind c answers /readyz with 200.
+func waitUnixReady(t *testing.T, c *http.Client) {
+	t.Helper()
 	if !testenv.WaitFor(20*time.Second, func() bool {
 		resp, err := c.Get("http://unix/readyz")
 		if err != nil {
@@ -527,6 +526,13 @@ func TestUnixSocket(t *testing.T) {
 	}) {
 		t.Fatal("unix socket daemon not ready")
 	}
+}
+
+func TestUnixSocket(t *testing.T) {
+	tree := t.TempDir()
+	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
+	sock, c := serveUnix(t, tree, nil)
+	waitUnixReady(t, c)
 	out, err := exec.Command(hostBin, "call", "--addr", "unix:"+sock, "svc.echo", `{"msg":"via socket"}`).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "via socket") {
 		t.Fatalf("host call over unix socket: %v\n%s", err, out)
@@ -746,15 +752,7 @@ func TestUnixSocketInUseIsRefused(t *testing.T) {
 	tree := t.TempDir()
 	testenv.Install(tree, testenv.Version{Skill: "svc", Version: "1.0.0", Binary: skillBin})
 	sock, c := serveUnix(t, tree, nil)
-	if !testenv.WaitFor(20*time.Second, func() bool {
-		resp, err := c.Get("http://unix/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatal("first daemon not up")
-	}
+	waitUnixReady(t, c)
 	out, err := exec.Command(hostBin, "serve", "--skills", tree, "--listen", "unix:"+sock, "--state-dir", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another process serves on "+sock) {
 		t.Fatalf("second daemon on a live socket: %v\n%s", err, out)
