@@ -20,9 +20,17 @@ func main() {
 	out := flag.String("out", "", "folder for results.json, results.md, profiles and logs (required)")
 	command := flag.String("command", "", "the command line to print as the way to reproduce the run")
 	bareHTTP := flag.String("serve-bare-http", "", "internal: serve path (f), writing the address to this file")
+	relay := flag.String("serve-bare-relay", "", "internal: serve path (g), writing the address to this file")
+	relaySkill := flag.String("relay-skill", "", "internal: the benchskill binary behind path (g)")
 	flag.Parse()
-	if *bareHTTP != "" {
-		if err := bench.ServeBareHTTP(*bareHTTP); err != nil {
+	if *bareHTTP != "" || *relay != "" {
+		var err error
+		if *bareHTTP != "" {
+			err = bench.ServeBareHTTP(*bareHTTP)
+		} else {
+			err = bench.ServeBareRelay(*relay, *relaySkill)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "skillbench:", err)
 			os.Exit(1)
 		}

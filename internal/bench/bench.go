@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			CPU: cpuModel(), Cores: runtime.NumCPU(), MemTotal: memOf("/proc/meminfo", "MemTotal"), Kernel: kernel(),
 			GoVer: runtime.Version(), LoadAvg: loadAvg(), Started: began.UTC().Format(time.RFC3339),
 		},
-		Paths: []string{pathHTTP, pathHTTPUnix, pathHTTPOne, pathRegistry, pathPlugin, pathNetRPC, pathMCP, pathFunc, pathBareHTTP},
+		Paths: []string{pathHTTP, pathHTTPUnix, pathHTTPOne, pathRegistry, pathPlugin, pathNetRPC, pathMCP, pathFunc, pathBareHTTP, pathRelay},
 		Tools: []string{tools.EchoTool, tools.BlobTool},
 		Calls: map[string]map[string]*callStats{},
 	}
@@ -182,13 +182,18 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	pf, err := bareHTTPPath(self, filepath.Join(work, "bare"))
+	pf, err := bareServerPath(pathBareHTTP, self, filepath.Join(work, "bare"), "-serve-bare-http")
 	if err != nil {
 		return nil, err
 	}
 	defer pf.close()
+	pg, err := bareServerPath(pathRelay, self, filepath.Join(work, "relay"), "-relay-skill", cfg.SkillBin, "-serve-bare-relay")
+	if err != nil {
+		return nil, err
+	}
+	defer pg.close()
 	pb.peer = skillPID(ld, "bench")
-	paths := []*path{pa, pa2, pa3, pb, pc, pc2, pd, funcPath(), pf}
+	paths := []*path{pa, pa2, pa3, pb, pc, pc2, pd, funcPath(), pf, pg}
 	for _, p := range paths {
 		for _, t := range res.Tools {
 			if err := p.call(ctx, t); err != nil {

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -73,14 +75,18 @@ const (
 	pathMCP      = "d"
 	pathFunc     = "e"
 	pathBareHTTP = "f"
+	pathRelay    = "g"
 )
 
-// pathNames are the report's names. a2, a3, c2 and f are not in the issue:
-// a2 is the daemon's other listener kind, a3 the daemon and its skill with
-// one processor each (what docs/operations.md advises on a machine of one
-// or two cores), c2 go-plugin's other protocol (the issue asks what net/rpc
-// would change), f the floor of an HTTP tool server in another process (no
-// skill behind it), so that the cost of the HTTP hop itself shows.
+// pathNames are the report's names. a2, a3, c2, f and g are not in the
+// issue: a2 is the daemon's other listener kind, a3 the daemon and its skill
+// with one processor each (what docs/operations.md advises on a machine of
+// one or two cores), c2 go-plugin's other protocol (the issue asks what
+// net/rpc would change), f the floor of an HTTP tool server in another
+// process (no skill behind it), so that the cost of the HTTP hop itself
+// shows, and g the barest HTTP front on the same skill process (two hops,
+// as (a) makes, with no skillhost code), so that what skillhost itself adds
+// to two hops shows apart from what the second hop costs.
 var pathNames = map[string]string{
 	pathHTTP:     "(a) skillhost HTTP API",
 	pathHTTPUnix: "(a2) HTTP API on a unix socket",
@@ -91,6 +97,7 @@ var pathNames = map[string]string{
 	pathMCP:      "(d) MCP stdio (go-sdk)",
 	pathFunc:     "(e) in-process function",
 	pathBareHTTP: "(f) bare net/http server process, no skill",
+	pathRelay:    "(g) bare net/http relay process → bare go-plugin skill, no skillhost code",
 }
 
 func argsFor(tool string) []byte {
@@ -225,27 +232,48 @@ func startPlugin(bin string, env []string, plugins plugin.PluginSet, proto plugi
 // sdk.DialOptions' fixed windows) and calls the gRPC stub directly: no
 // registry, no validation, no limits.
 func pluginPath(skillBin string) (*path, error) {
-	raw, c, err := startPlugin(skillBin, []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}, sdk.PluginSet(nil), plugin.ProtocolGRPC,
-		append(sdk.DialOptions(), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))))
+	invoke, c, err := bareSkill(skillBin)
 	if err != nil {
 		return nil, err
 	}
-	rpc := raw.(skillpb.SkillClient)
 	call := func(ctx context.Context, tool string) error {
-		resp, err := rpc.Invoke(ctx, &skillpb.InvokeRequest{Tool: tool, Arguments: argsFor(tool)})
+		res, err := invoke(ctx, tool, argsFor(tool))
 		if err != nil {
 			return err
 		}
-		if resp.Error != nil {
-			return errors.New(resp.Error.Message)
-		}
-		if len(resp.Result) < minResult(tool) {
-			return fmt.Errorf("invoke %s: short result %q", tool, resp.Result)
+		if len(res) < minResult(tool) {
+			return fmt.Errorf("invoke %s: short result %q", tool, res)
 		}
 		return nil
 	}
 	return &path{key: pathPlugin, name: pathNames[pathPlugin], call: call, close: c.Kill, peer: c.ReattachConfig().Pid}, nil
+}
+
+// toolFunc answers one call of a benchmark tool with its JSON result.
+type toolFunc func(ctx context.Context, tool string, args []byte) ([]byte, error)
+
+// bareSkill starts benchskill as the bare client (c) does and returns a
+// function that calls one of its tools, and the client that owns the
+// process.
+func bareSkill(skillBin string) (toolFunc, *plugin.Client, error) {
+	raw, c, err := startPlugin(skillBin, []string{"BENCHSKILL_NAME=bench", "BENCHSKILL_VERSION=1.0.0"}, sdk.PluginSet(nil), plugin.ProtocolGRPC,
+		append(sdk.DialOptions(), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(sdk.Codec),
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))))
+	if err != nil {
+		return nil, nil, err
+	}
+	rpc := raw.(skillpb.SkillClient)
+	invoke := func(ctx context.Context, tool string, args []byte) ([]byte, error) {
+		resp, err := rpc.Invoke(ctx, &skillpb.InvokeRequest{Tool: tool, Arguments: args})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, errors.New(resp.Error.Message)
+		}
+		return resp.Result, nil
+	}
+	return invoke, c, nil
 }
 
 // netRPCPath starts benchrpc, the same tools over go-plugin's net/rpc
@@ -321,37 +349,50 @@ func funcPath() *path {
 	return &path{key: pathFunc, name: pathNames[pathFunc], call: call, close: func() {}}
 }
 
-// bareHTTPPath starts the minimal HTTP tool server of ServeBareHTTP in its
-// own process (self, re-executed with -serve-bare-http) and calls it over
-// loopback TCP like (a): what one HTTP round trip to another process costs
-// with no skill process and no registry behind it.
-func bareHTTPPath(self, work string) (*path, error) {
+// bareServerPath starts a minimal HTTP tool server in its own process
+// (self, re-executed with args: ServeBareHTTP for (f), ServeBareRelay for
+// (g)) and calls it over loopback TCP like (a). The server's address
+// comes back in work/addr; the path's close stops it with SIGTERM, so that
+// a relay stops its skill too.
+func bareServerPath(key, self, work string, args ...string) (*path, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
 	addrFile := filepath.Join(work, "addr")
-	cmd := exec.Command(self, "-serve-bare-http", addrFile)
+	cmd := exec.Command(self, append(args, addrFile)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	stop := func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(addrFile)
 		if err == nil && strings.HasSuffix(string(b), "\n") {
 			p := httpPath("http://"+strings.TrimSpace(string(b)), "bench")
-			p.key, p.name, p.peer = pathBareHTTP, pathNames[pathBareHTTP], cmd.Process.Pid
+			p.key, p.name, p.peer = key, pathNames[key], cmd.Process.Pid
 			inner := p.close
 			p.close = func() { inner(); stop() }
 			return p, nil
 		}
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("%s: the server process exited before it listened", pathNames[key])
+		default:
+		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, errors.New("bare HTTP server did not start")
+			return nil, fmt.Errorf("%s: the server did not start in 10 s", pathNames[key])
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -360,8 +401,26 @@ func bareHTTPPath(self, work string) (*path, error) {
 // ServeBareHTTP is the process behind path (f): a minimal net/http tool
 // server (decode the envelope, call the handler, write the result) on
 // 127.0.0.1:0, whose address it writes to addrFile. It returns when its
-// parent goes away.
+// parent goes away or on SIGTERM.
 func ServeBareHTTP(addrFile string) error {
+	return serveBare(addrFile, tools.Call)
+}
+
+// ServeBareRelay is the process behind path (g): the server of
+// ServeBareHTTP, but every call goes to benchskill (skillBin) over the bare
+// go-plugin client of path (c). Two process hops, as through the daemon,
+// with nothing of skillhost's between them: no registry, no validation, no
+// limits, no lease, no browser guard, no error mapping.
+func ServeBareRelay(addrFile, skillBin string) error {
+	invoke, c, err := bareSkill(skillBin)
+	if err != nil {
+		return err
+	}
+	defer c.Kill()
+	return serveBare(addrFile, invoke)
+}
+
+func serveBare(addrFile string, call toolFunc) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -376,7 +435,7 @@ func ServeBareHTTP(addrFile string) error {
 			return
 		}
 		_, tool, _ := strings.Cut(r.PathValue("name"), ".")
-		res, err := tools.Call(r.Context(), tool, req.Arguments)
+		res, err := call(r.Context(), tool, req.Arguments)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
@@ -387,12 +446,22 @@ func ServeBareHTTP(addrFile string) error {
 		w.Write(buf)
 	})
 	srv := &http.Server{Handler: mux}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	ppid := os.Getppid()
 	go func() {
-		for range time.Tick(200 * time.Millisecond) {
-			if os.Getppid() != ppid {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
 				srv.Close()
 				return
+			case <-tick.C:
+				if os.Getppid() != ppid {
+					srv.Close()
+					return
+				}
 			}
 		}
 	}()

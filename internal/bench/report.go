@@ -38,10 +38,24 @@ func evaluate(r *Results) []Target {
 			lf := ratio(float64(a.P50), float64(c.P50+f.P50))
 			add(fmt.Sprintf("%s: (proposed, not in the issue) (a) p50 ≤ 1.5 × ((c) + (f))", t), lf <= 1.5, "%.2f×", lf)
 		}
+		if g := r.Calls[t][pathRelay]; g != nil {
+			// (g) is two hops with nothing of skillhost's between them: the
+			// issue's (a) target tried on it says whether any HTTP front on
+			// a go-plugin skill could meet that target here, and (a)
+			// against (g) is what skillhost adds to the two hops, held to
+			// the 10 % that (b) may add to (c).
+			lg := ratio(float64(g.P50), float64(c.P50))
+			add(fmt.Sprintf("%s: (not in the issue) the issue's (a) target tried on (g): (g) p50 ≤ 1.5 × (c)", t), lg <= 1.5, "%.2f×", lg)
+			ag := ratio(float64(a.P50), float64(g.P50))
+			add(fmt.Sprintf("%s: (proposed, not in the issue) (a) p50 ≤ 1.10 × (g)", t), ag <= 1.10, "%.2f×", ag)
+			tg := ratio(a.Tput[64], g.Tput[64])
+			add(fmt.Sprintf("%s: (proposed, not in the issue) (a) throughput at 64 callers ≥ 0.90 × (g)", t), tg >= 0.90, "%.2f×", tg)
+		}
 		for _, p := range []struct {
 			key, note string
 			st        *callStats
-		}{{"b", "", b}, {"a", "", a}, {"a3", "(not in the issue, tuned for few cores) ", r.Calls[t][pathHTTPOne]}} {
+		}{{"b", "", b}, {"a", "", a}, {"a3", "(not in the issue, tuned for few cores) ", r.Calls[t][pathHTTPOne]},
+			{"g", "(not in the issue, no skillhost code) ", r.Calls[t][pathRelay]}} {
 			if p.st == nil {
 				continue
 			}
