@@ -3,8 +3,9 @@
 # and net/rpc peers and the harness, runs cmd/skillbench once, and prints a
 # markdown report: call latency and throughput of echo and a 64 KiB blob
 # through (a) the HTTP API, (b) the registry's Go invoke, (c) bare go-plugin
-# gRPC and (c2) net/rpc, (d) an MCP stdio server (official go-sdk) and (e) an
-# in-process call; hot swap under load; 50-skill start-up and memory;
+# gRPC and (c2) net/rpc, (d) an MCP stdio server (official go-sdk), (e) an
+# in-process call, and the floors (f) of one HTTP hop and (g) of an HTTP
+# relay to a bare go-plugin skill; hot swap under load; 50-skill start-up and memory;
 # registry search and memory at 10,000 tools; CPU profiles of the invoke path.
 #
 #   scripts/bench.sh [--quick] [--out DIR]
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
   --quick) quick=--quick; shift ;;
   --out) out=$2; shift 2 ;;
   --out=*) out=${1#--out=}; shift ;;
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
   *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
