@@ -450,18 +450,14 @@ func serveBare(addrFile string, call toolFunc) error {
 	defer stop()
 	ppid := os.Getppid()
 	go func() {
+		defer srv.Close()
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for os.Getppid() == ppid {
 			select {
 			case <-ctx.Done():
-				srv.Close()
 				return
 			case <-tick.C:
-				if os.Getppid() != ppid {
-					srv.Close()
-					return
-				}
 			}
 		}
 	}()
