@@ -16,6 +16,7 @@ require (
 	github.com/segmentio/encoding v0.5.4
 	github.com/skillhost/skillhost/sdk v0.0.0
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v4 v4.0.0-rc.2
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0
 	sigs.k8s.io/yaml v1.6.0
@@ -44,7 +45,6 @@ require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.yaml.in/yaml/v2 v2.4.5 // indirect
-	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
