@@ -23,7 +23,7 @@ import (
 //
 // Open works whatever the skill's Status; a caller serving models should serve only valid
 // skills. The caller closes the file.
-func (s *Skill) Open(rel string) (*os.File, error) {
+func (s Skill) Open(rel string) (*os.File, error) {
 	f, err := s.lookup(rel)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func (s *Skill) Open(rel string) (*os.File, error) {
 
 // ReadFile reads a file of the skill whole, with Open's checks; the read is capped at
 // MaxFileBytes even if the file grows while it is read.
-func (s *Skill) ReadFile(rel string) ([]byte, error) {
+func (s Skill) ReadFile(rel string) ([]byte, error) {
 	file, err := s.Open(rel)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (s *Skill) ReadFile(rel string) ([]byte, error) {
 }
 
 // File returns the listed file at rel, if there is one.
-func (s *Skill) File(rel string) (File, bool) {
+func (s Skill) File(rel string) (File, bool) {
 	i := sort.Search(len(s.Files), func(i int) bool { return s.Files[i].Path >= rel })
 	if i < len(s.Files) && s.Files[i].Path == rel {
 		return s.Files[i], true
@@ -67,7 +67,7 @@ func (s *Skill) File(rel string) (File, bool) {
 	return File{}, false
 }
 
-func (s *Skill) lookup(rel string) (File, error) {
+func (s Skill) lookup(rel string) (File, error) {
 	if !plainPath(rel) {
 		return File{}, fmt.Errorf("skill %s: open %q: %w", s.Name, rel, ErrBadPath)
 	}

@@ -26,7 +26,7 @@ var codeSpanRE = regexp.MustCompile("`([^`\n]+)`")
 //
 // Entries of allowed-tools meant for other clients ("Bash(git:*)", "Read") match nothing
 // unless a tool of that name is available.
-func (s *Skill) NamedTools(available []string) []string {
+func (s Skill) NamedTools(available []string) []string {
 	if s.Doc == nil {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (d *Document) NamedTools(skill string, available []string) []string {
 // ActivationTools returns the tools activating the skill brings into a run: the ones the
 // instructions name (NamedTools) and, for a tied skill whose instructions name none of its own
 // tools, all of its own tools, since instructions shipped with a binary are about that binary.
-func (s *Skill) ActivationTools(available []string) []string {
+func (s Skill) ActivationTools(available []string) []string {
 	named := s.NamedTools(available)
 	if !s.Tied || slices.ContainsFunc(named, s.owns) {
 		return named
@@ -82,7 +82,7 @@ func (s *Skill) ActivationTools(available []string) []string {
 	return slices.Compact(named)
 }
 
-func (s *Skill) owns(qualified string) bool {
+func (s Skill) owns(qualified string) bool {
 	owner, _, ok := strings.Cut(qualified, ".")
 	return ok && owner == s.Name
 }
