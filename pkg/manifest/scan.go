@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/skillhost/skillhost/pkg/skillmd"
 )
 
 // Tree is the result of scanning a skills root: every version folder with its verdict, plus
@@ -64,6 +66,9 @@ func Scan(root string, opts Options) (*Tree, error) {
 		if !isDir(p, e) {
 			continue // README.md and the like live beside the skills
 		}
+		if instructionsOnly(p) {
+			continue // Agent Skills with no binary: pkg/skillmd's, not versions
+		}
 		t.skills = append(t.skills, name)
 		if msg := skillNameProblem(name); msg != "" {
 			t.Problems = append(t.Problems, Problem{Path: name, Message: msg + "; its versions cannot be valid"})
@@ -94,6 +99,9 @@ func versionDirs(skillDir string) ([]string, Problems) {
 		if !isDir(p, e) {
 			ps = append(ps, Problem{Path: name + "/" + e.Name(), Message: "not a folder, so not a version; ignored"})
 			continue
+		}
+		if instructionVersion(p) {
+			continue // an Agent Skill version with no binary
 		}
 		dirs = append(dirs, p)
 	}
@@ -204,8 +212,11 @@ func (t *Tree) Skills() []string {
 }
 
 // ValidatePath backs "host validate PATH". PATH may be a version folder (it holds
-// manifest.json, or is manifest.json itself), a skill folder (a child holds manifest.json),
-// or a whole skills root (anything else). The error is only for a PATH that cannot be read.
+// manifest.json, or is manifest.json itself), an Agent Skill folder (it holds SKILL.md, or is
+// SKILL.md itself), a skill folder (a child holds manifest.json or SKILL.md), or a whole skills
+// root (anything else). Agent Skills without a binary come back as Versions too, judged by
+// pkg/skillmd, with their warnings among Problems marked "warning: ". The error is only for a
+// PATH that cannot be read.
 func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -216,21 +227,24 @@ func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 		return nil, nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	if !fi.IsDir() {
-		if filepath.Base(abs) != FileName {
-			return nil, nil, fmt.Errorf("validate %s: not a folder or a %s", path, FileName)
+		if base := filepath.Base(abs); base != FileName && base != skillmd.FileName {
+			return nil, nil, fmt.Errorf("validate %s: not a folder, a %s or a %s", path, FileName, skillmd.FileName)
 		}
 		abs = filepath.Dir(abs)
 	}
 	if exists(filepath.Join(abs, FileName)) {
 		return []Version{Load(abs, opts)}, nil, nil
 	}
+	if skillmd.IsSkillFolder(abs) {
+		return []Version{instructionsAt(abs)}, nil, nil
+	}
 	if isSkillFolder(abs) {
 		var ps Problems
-		if msg := skillNameProblem(filepath.Base(abs)); msg != "" {
+		if msg := skillNameProblem(filepath.Base(abs)); msg != "" && !instructionsOnly(abs) {
 			ps = append(ps, Problem{Path: filepath.Base(abs), Message: msg})
 		}
 		dirs, dps := versionDirs(abs)
-		vs := loadAll(dirs, opts)
+		vs := append(loadAll(dirs, opts), instructionVersions(abs)...)
 		finish(vs)
 		return vs, append(ps, dps...), nil
 	}
@@ -238,7 +252,11 @@ func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("validate %s: %w", path, err)
 	}
-	return t.Versions, t.Problems, nil
+	iv := instructionSkills(abs)
+	finish(iv)
+	vs := append(t.Versions, iv...)
+	sort.SliceStable(vs, func(i, j int) bool { return lessVersion(vs[i], vs[j]) })
+	return vs, t.Problems, nil
 }
 
 func exists(p string) bool {
@@ -252,7 +270,7 @@ func isSkillFolder(dir string) bool {
 		return false
 	}
 	for _, e := range entries {
-		if !ignored(e.Name()) && exists(filepath.Join(dir, e.Name(), FileName)) {
+		if !ignored(e.Name()) && (exists(filepath.Join(dir, e.Name(), FileName)) || isInstructionVersion(filepath.Join(dir, e.Name()))) {
 			return true
 		}
 	}

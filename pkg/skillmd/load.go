@@ -167,13 +167,19 @@ func (l *loadState) warn(file, format string, args ...any) {
 
 func (l *loadState) run() {
 	s := &l.s
+	// A tied skill's folder names are judged by pkg/manifest, whose name rule allows "_".
+	tied := exists(filepath.Join(s.Dir, manifestFile))
 	for _, msg := range nameProblems(s.Name) {
+		if tied {
+			l.warn("", "skill folder name: %s, so other Agent Skills clients may refuse it", msg)
+			continue
+		}
 		l.bad("", "skill folder name: %s; the folder name is the skill's name", msg)
 	}
 	if s.Name == "" || s.Name == "." || s.Name == string(filepath.Separator) {
 		return
 	}
-	if s.Layout == Versioned && !semverRE.MatchString(s.Version) {
+	if s.Layout == Versioned && !tied && !semverRE.MatchString(s.Version) {
 		l.bad("", "version folder name %s is not a strict semantic version (MAJOR.MINOR.PATCH, no leading \"v\")", quoteTrunc(s.Version))
 	}
 	fi, err := os.Stat(s.Dir)

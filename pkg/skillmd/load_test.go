@@ -141,6 +141,11 @@ func TestLoadVerdicts(t *testing.T) {
 			warnings: []string{`SKILL.md: front matter: metadata.version: warning: "latest" is not a version (like 1.2.0); the skill is versioned by its content instead`}},
 		{name: "manifest beside unversioned SKILL.md", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf"), "pdf/manifest.json": "{}"}, status: StatusInvalid,
 			errors: []string{"manifest.json: a binary skill lives in a version folder (skills/pdf/<version>/manifest.json); move SKILL.md, manifest.json and the binary there together"}},
+		{name: "tied skill named by the binary rule", dir: "text_kit/1.0.0", layout: Versioned,
+			files: map[string]string{"text_kit/1.0.0/SKILL.md": skillMD("text_kit"), "text_kit/1.0.0/manifest.json": "{}"}, status: StatusValid,
+			warnings: []string{
+				`folder: warning: skill folder name: "text_kit" must be lowercase a-z, 0-9 and hyphens, so other Agent Skills clients may refuse it`,
+				`SKILL.md:2: front matter: name: warning: "text_kit" must be lowercase a-z, 0-9 and hyphens; the skill is served under its folder name`}},
 		{name: "not a folder", dir: "pdf/SKILL.md", files: map[string]string{"pdf/SKILL.md": skillMD("pdf")}, status: StatusInvalid,
 			errors: []string{`folder: skill folder name: "SKILL.md" must be lowercase a-z, 0-9 and hyphens; the folder name is the skill's name`, "folder: %ROOT%/pdf/SKILL.md is not a folder"}},
 	}
