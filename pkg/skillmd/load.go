@@ -64,7 +64,9 @@ type File struct {
 	id fileID
 }
 
-// Skill is one Agent Skill folder as found on disk, with the verdict on it.
+// Skill is one Agent Skill folder as found on disk, with the verdict on it. It is a plain
+// value: its methods read the folder but never change the Skill, so one may be shared by
+// concurrent readers.
 type Skill struct {
 	// Name is the skill folder's name: the skill's identity, whatever the front matter says.
 	Name string `json:"name"`
@@ -306,6 +308,11 @@ func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 		}
 		if exclude[p] {
 			return nil
+		}
+		if dir, file, _ := strings.Cut(p, "/"); l.s.Layout == Unversioned && file == manifestFile && semverRE.MatchString(dir) {
+			// Scan takes a skill folder holding SKILL.md for an unversioned Agent Skill, so
+			// this binary version would silently never run.
+			l.bad(p, "a binary version inside an unversioned Agent Skill is never launched; to tie them, move SKILL.md into %s/ (and into every other version folder)", dir)
 		}
 		if len(files) == MaxFiles {
 			full = true
