@@ -285,9 +285,15 @@ func (l *loadState) tiedFiles(root *os.Root) map[string]bool {
 func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 	var files []File
 	full := false
+	entries := 0
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if p == "." {
 			return err
+		}
+		// Folders count too, so a tree of empty folders cannot make every rescan slow.
+		if entries++; entries > MaxFiles {
+			full = true
+			return fs.SkipAll
 		}
 		if err != nil {
 			l.warn(p, "cannot be read (%v); not listed", err)
@@ -314,10 +320,6 @@ func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 			// this binary version would silently never run.
 			l.bad(p, "a binary version inside an unversioned Agent Skill is never launched; to tie them, move SKILL.md into %s/ (and into every other version folder)", dir)
 		}
-		if len(files) == MaxFiles {
-			full = true
-			return fs.SkipAll
-		}
 		var fi fs.FileInfo
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
@@ -340,7 +342,7 @@ func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 		l.bad("", "cannot list the skill folder: %v", err)
 	}
 	if full {
-		l.bad("", "holds more than %d files; an instruction skill this large is refused (hidden files and folders are not counted)", MaxFiles)
+		l.bad("", "holds more than %d files and folders; an instruction skill this large is refused (hidden ones are not counted)", MaxFiles)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	l.s.Files = files

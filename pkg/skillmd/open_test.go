@@ -192,12 +192,17 @@ func TestCaps(t *testing.T) {
 	t.Run("too many files", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "many")
 		write(t, dir, "SKILL.md", skillMD("many"))
-		for i := range MaxFiles {
+		// SKILL.md, assets/, 10 folders and 988 files make 1000 entries, the most allowed.
+		for i := range MaxFiles - 12 {
 			write(t, dir, filepath.Join("assets", strings.Repeat("x", 1+i/100), "f"+itoa(i)), "")
 		}
+		if s := Load(dir, Unversioned); s.Status != StatusValid {
+			t.Fatalf("at the cap: %s %v", s.Status, s.Problems.Errors())
+		}
+		write(t, dir, "assets/one-more", "")
 		s := Load(dir, Unversioned)
 		if got := errorStrings(s); s.Status != StatusInvalid || !slices.Equal(got, []string{
-			"folder: holds more than 1000 files; an instruction skill this large is refused (hidden files and folders are not counted)"}) {
+			"folder: holds more than 1000 files and folders; an instruction skill this large is refused (hidden ones are not counted)"}) {
 			t.Errorf("status %s, errors %q", s.Status, got)
 		}
 	})

@@ -23,7 +23,7 @@ const (
 	// MaxFileBytes caps one file served from the folder. A larger file (a font, a sample PDF)
 	// is listed with Served false: it counts in the digest by size but is never read.
 	MaxFileBytes = 1 << 20
-	// MaxFiles caps the files listed in one skill folder, and MaxFolderBytes the sum of the
+	// MaxFiles caps the files and folders in one skill folder, and MaxFolderBytes the sum of the
 	// sizes of the files that are served (and so hashed). A folder over either is invalid: a
 	// rescan must stay cheap, and no instruction skill needs more.
 	MaxFiles       = 1000
