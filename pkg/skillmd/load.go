@@ -36,6 +36,7 @@ type VersionSource string
 const (
 	VersionFromFolder   VersionSource = "folder"   // the version folder's name
 	VersionFromMetadata VersionSource = "metadata" // metadata.version of an unversioned folder
+	VersionFromField    VersionSource = "version"  // a top-level "version" (not in the specification, but common)
 	VersionFromDigest   VersionSource = "digest"   // 0.0.0+sha256.<12 hex> of an unversioned folder
 )
 
@@ -467,28 +468,34 @@ func hashFile(h hash.Hash, root *os.Root, f File) error {
 	return nil
 }
 
-// version works out the version of an unversioned folder, and checks metadata.version
-// against the version folder of a versioned one.
+// version works out the version of an unversioned folder, and checks the written version
+// against the version folder of a versioned one. The written version is metadata.version, or,
+// failing that, a top-level "version", which many published skills use although the
+// specification does not define it.
 func (l *loadState) version() {
 	s := &l.s
-	meta := ""
+	written, field, from := "", "metadata.version", VersionFromMetadata
 	if s.Doc != nil {
-		meta = s.Doc.Metadata["version"]
+		written = s.Doc.Metadata["version"]
+		if top, ok := s.Doc.Extra["version"].(string); written == "" && ok {
+			written, field, from = top, "version", VersionFromField
+		}
 	}
-	v, ok := coerceVersion(meta)
+	v, ok := coerceVersion(written)
+	warn := func(format string, args ...any) {
+		s.Problems = append(s.Problems, Problem{File: FileName, Field: field, Warning: true, Message: fmt.Sprintf(format, args...)})
+	}
 	switch {
 	case s.Layout == Versioned:
-		if meta != "" && ok && v != s.Version {
-			s.Problems = append(s.Problems, Problem{File: FileName, Field: "metadata.version", Warning: true,
-				Message: fmt.Sprintf("%s differs from the version folder %q; the folder's name is the version", quoteTrunc(meta), s.Version)})
+		if written != "" && ok && v != s.Version {
+			warn("%s differs from the version folder %q; the folder's name is the version", quoteTrunc(written), s.Version)
 		}
 		return
 	case ok:
-		s.Version, s.VersionFrom = v, VersionFromMetadata
+		s.Version, s.VersionFrom = v, from
 		return
-	case meta != "":
-		s.Problems = append(s.Problems, Problem{File: FileName, Field: "metadata.version", Warning: true,
-			Message: fmt.Sprintf("%s is not a version (like 1.2.0); the skill is versioned by its content instead", quoteTrunc(meta))})
+	case written != "":
+		warn("%s is not a version (like 1.2.0); the skill is versioned by its content instead", quoteTrunc(written))
 	}
 	s.Version, s.VersionFrom = "0.0.0", VersionFromDigest
 	if len(s.Digest) >= 12 {

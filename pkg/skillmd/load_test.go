@@ -116,6 +116,8 @@ func TestLoadVerdicts(t *testing.T) {
 		status   Status
 		errors   []string // Problem.String of every error
 		warnings []string
+		version  string        // checked when set
+		from     VersionSource // checked when set
 	}{
 		{name: "valid", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf")}, status: StatusValid},
 		{name: "name differs from folder", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf-tools")}, status: StatusValid,
@@ -139,6 +141,15 @@ func TestLoadVerdicts(t *testing.T) {
 			warnings: []string{`SKILL.md: front matter: metadata.version: warning: "1.0" differs from the version folder "2.0.0"; the folder's name is the version`}},
 		{name: "metadata.version not a version", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf", "metadata:", "  version: latest")}, status: StatusValid,
 			warnings: []string{`SKILL.md: front matter: metadata.version: warning: "latest" is not a version (like 1.2.0); the skill is versioned by its content instead`}},
+		{name: "top-level version", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf", "version: 2.7.0")}, status: StatusValid,
+			version: "2.7.0", from: VersionFromField,
+			warnings: []string{"SKILL.md:4: front matter: version: warning: is not a field of the Agent Skills specification; it is kept but not used, except as the version of an unversioned folder without metadata.version; the specification's place for it is metadata.version"}},
+		{name: "metadata.version wins over a top-level version", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf", "version: 2.7.0", "metadata: {version: v3}")}, status: StatusValid,
+			version: "3.0.0", from: VersionFromMetadata,
+			warnings: []string{"SKILL.md:4: front matter: version: warning: is not a field of the Agent Skills specification; it is kept but not used, except as the version of an unversioned folder without metadata.version; the specification's place for it is metadata.version"}},
+		{name: "top-level version not a version", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf", "version: [1]")}, status: StatusValid,
+			from:     VersionFromDigest,
+			warnings: []string{"SKILL.md:4: front matter: version: warning: is not a field of the Agent Skills specification; it is kept but not used, except as the version of an unversioned folder without metadata.version; the specification's place for it is metadata.version"}},
 		{name: "manifest beside unversioned SKILL.md", dir: "pdf", files: map[string]string{"pdf/SKILL.md": skillMD("pdf"), "pdf/manifest.json": "{}"}, status: StatusInvalid,
 			errors: []string{"manifest.json: a binary skill lives in a version folder (skills/pdf/<version>/manifest.json); move SKILL.md, manifest.json and the binary there together"}},
 		{name: "tied skill named by the binary rule", dir: "text_kit/1.0.0", layout: Versioned,
@@ -171,6 +182,9 @@ func TestLoadVerdicts(t *testing.T) {
 			}
 			if got := warningStrings(s); !slices.Equal(got, tt.warnings) {
 				t.Errorf("warnings:\n got %q\nwant %q", got, tt.warnings)
+			}
+			if (tt.version != "" && s.Version != tt.version) || (tt.from != "" && s.VersionFrom != tt.from) {
+				t.Errorf("version %q from %s, want %q from %s", s.Version, s.VersionFrom, tt.version, tt.from)
 			}
 		})
 	}

@@ -360,7 +360,7 @@ func nameProblems(name string) []string {
 // unknownHint suggests the field an unknown one was probably meant to be.
 func unknownHint(key string) string {
 	if key == "version" {
-		return "; to version the skill, write it as metadata.version"
+		return ", except as the version of an unversioned folder without metadata.version; the specification's place for it is metadata.version"
 	}
 	norm := strings.ReplaceAll(strings.ToLower(key), "_", "-")
 	if slices.Contains(knownFields, norm) {

@@ -95,7 +95,7 @@ func TestParseRules(t *testing.T) {
 		{"unknown field", md(okBody, "name: pdf", "description: d", "disable-model-invocation: true"), []string{
 			"SKILL.md:4: front matter: disable-model-invocation: warning: is not a field of the Agent Skills specification; it is kept but not used"}},
 		{"top-level version", md(okBody, "name: pdf", "description: d", "version: 1.0.0"), []string{
-			"SKILL.md:4: front matter: version: warning: is not a field of the Agent Skills specification; it is kept but not used; to version the skill, write it as metadata.version"}},
+			"SKILL.md:4: front matter: version: warning: is not a field of the Agent Skills specification; it is kept but not used, except as the version of an unversioned folder without metadata.version; the specification's place for it is metadata.version"}},
 		{"misspelt field", md(okBody, "name: pdf", "description: d", "allowed_tools: Read"), []string{
 			`SKILL.md:4: front matter: allowed_tools: warning: is not a field of the Agent Skills specification; it is kept but not used; did you mean "allowed-tools"?`}},
 		{"duplicate key", md(okBody, "name: pdf", "description: d", "name: other"), []string{
