@@ -315,7 +315,7 @@ func (p *parser) allowedTools(v *yaml.Node) []string {
 	line := v.Line + firstLine - 1
 	switch v.Kind {
 	case yaml.ScalarNode:
-		return strings.Fields(v.Value)
+		return splitTools(v.Value)
 	case yaml.SequenceNode:
 		var out []string
 		for i, it := range v.Content {
@@ -332,6 +332,35 @@ func (p *parser) allowedTools(v *yaml.Node) []string {
 	}
 	p.warn(line, "allowed-tools", "must be a space-separated string or a list of strings, not %s; ignored", kindName(v))
 	return nil
+}
+
+// splitTools splits an allowed-tools string on blanks, as the specification says, and on
+// commas, as some clients write it ("Read, Grep"), but not inside parentheses, where a
+// pattern may hold both ("Bash(git add:*)").
+func splitTools(s string) []string {
+	var out []string
+	depth, start := 0, -1
+	for i, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case depth == 0 && (r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'):
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
 }
 
 // nameProblems returns every way name breaks the specification's naming rule.

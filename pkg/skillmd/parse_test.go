@@ -187,6 +187,25 @@ func TestParseValues(t *testing.T) {
 	}
 }
 
+func TestSplitTools(t *testing.T) {
+	tests := map[string][]string{
+		"Read":                                {"Read"},
+		"Bash(git:*) Bash(jq:*) Read":         {"Bash(git:*)", "Bash(jq:*)", "Read"},
+		"Read, Grep,Glob":                     {"Read", "Grep", "Glob"},
+		"Bash(git add:*), Bash(git status:*)": {"Bash(git add:*)", "Bash(git status:*)"},
+		"  a\tb\n c  ":                        {"a", "b", "c"},
+		"Bash(unclosed x":                     {"Bash(unclosed x"},
+		"a) b":                                {"a)", "b"},
+		"":                                    nil,
+		" , ,":                                nil,
+	}
+	for in, want := range tests {
+		if got := splitTools(in); !slices.Equal(got, want) {
+			t.Errorf("splitTools(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestParseQuotedFallbackKeepsValue(t *testing.T) {
 	doc, _ := Parse([]byte(md(okBody, "name: pdf", "description: Use it when: the user's file is a PDF")))
 	if doc == nil || doc.Description != "Use it when: the user's file is a PDF" {
