@@ -117,9 +117,10 @@ var looseVersionRE = regexp.MustCompile(`^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,
 // problem.
 //
 // An unversioned folder is versioned by its metadata.version when that reads as a version
-// ("1.2.0", or "1.0" and "v1" completed to "1.0.0" and "1.0.0"), else by the pseudo-version
-// 0.0.0+sha256.<first 12 hex digits of Digest>, so every edit is a new version and a hot
-// reload swaps it in. Either way Digest changes with any edit, and the loader reloads on it.
+// ("1.2.0", or "1.0" and "v1" completed to "1.0.0" and "1.0.0"), or else by a top-level
+// "version" read the same way, else by the pseudo-version 0.0.0+sha256.<first 12 hex digits
+// of Digest>, so every edit is a new version and a hot reload swaps it in. Either way Digest
+// changes with any edit, and the loader reloads on it.
 //
 // A missing or empty SKILL.md, front matter that is never closed, and a file that changes
 // while it is read make the skill StatusIncomplete: what a copy in progress looks like. Any

@@ -35,8 +35,8 @@ const (
 // The Document is returned whenever the front matter is a YAML mapping, even with problems, so
 // callers can show what it claims; trust it only when Problems.Err is nil.
 //
-// Leniency, as the specification's guide for clients asks: a UTF-8 byte order mark and CRLF
-// line ends are accepted; a top-level value with an unquoted ": " (invalid YAML that other
+// Leniency, as the specification's guide for clients asks: a UTF-8 byte order mark, CRLF
+// line ends and blank lines before the opening "---" are accepted; a top-level value with an unquoted ": " (invalid YAML that other
 // clients' parsers accept) is read as if quoted, with a warning; a name that breaks the naming
 // rule, an unknown field, an over-long description or compatibility, and a license, metadata
 // entry or allowed-tools entry of the wrong type are warnings. Missing or empty name or
@@ -56,6 +56,8 @@ func parse(data []byte) (doc *Document, ps Problems, incomplete bool) {
 
 type parser struct {
 	ps Problems
+	// opening is the line of SKILL.md holding the opening "---" (after any blank lines).
+	opening int
 }
 
 func (p *parser) bad(line int, field, format string, args ...any) {
@@ -82,22 +84,27 @@ func (p *parser) run(data []byte) (*Document, bool) {
 	}
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	lines := strings.SplitAfter(text, "\n")
-	if !isFence(lines[0]) {
-		p.bad(1, "", "does not start with front matter: the first line must be \"---\", then YAML with at least name and description, then a line \"---\"")
+	open := 0
+	for strings.TrimSpace(lines[open]) == "" { // blank lines before the front matter are let go
+		open++
+	}
+	p.opening = open + 1
+	if !isFence(lines[open]) {
+		p.bad(open+1, "", "does not start with front matter: the first line must be \"---\", then YAML with at least name and description, then a line \"---\"")
 		return nil, false
 	}
 	end := -1
-	for i := 1; i < len(lines); i++ {
+	for i := open + 1; i < len(lines); i++ {
 		if isFence(lines[i]) {
 			end = i
 			break
 		}
 	}
 	if end < 0 {
-		p.bad(1, "", "the front matter opened here is never closed by a line \"---\": the copy may be incomplete")
+		p.bad(open+1, "", "the front matter opened here is never closed by a line \"---\": the copy may be incomplete")
 		return nil, true
 	}
-	front := strings.Join(lines[1:end], "")
+	front := strings.Join(lines[open+1:end], "")
 	body := strings.TrimSpace(strings.Join(lines[end+1:], ""))
 
 	root, ok := p.yaml(front)
@@ -117,9 +124,8 @@ func isFence(line string) bool {
 	return strings.TrimRight(line, " \t\r\n") == "---"
 }
 
-// firstLine is the line of SKILL.md that holds the first line of the front matter; YAML
-// reports lines counted from the front matter.
-const firstLine = 2
+// line turns a line of the front matter, as YAML counts them, into a line of SKILL.md.
+func (p *parser) line(yamlLine int) int { return yamlLine + p.opening }
 
 // yaml parses the front matter into its root mapping (nil for an empty front matter, which the
 // field checks then find without a name and a description).
@@ -135,14 +141,14 @@ func (p *parser) yaml(front string) (*yaml.Node, bool) {
 			if errors.As(err, &pe) {
 				msg = pe.Message
 				if pe.Line > 0 {
-					line = pe.Line + firstLine - 1
+					line = p.line(pe.Line)
 				}
 			}
 			p.bad(line, "", "front matter is not valid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 			return nil, false
 		}
 		for _, l := range lines {
-			p.warn(l+firstLine-1, "", "this value holds \": \" unquoted, which is not valid YAML; it was read as one quoted string, as other clients do; put it in quotes")
+			p.warn(p.line(l), "", "this value holds \": \" unquoted, which is not valid YAML; it was read as one quoted string, as other clients do; put it in quotes")
 		}
 		doc = retry
 	}
@@ -151,7 +157,7 @@ func (p *parser) yaml(front string) (*yaml.Node, bool) {
 	}
 	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		p.bad(root.Line+firstLine-1, "", "front matter must be a YAML mapping (name: …, description: …), not %s", kindName(root))
+		p.bad(p.line(root.Line), "", "front matter must be a YAML mapping (name: …, description: …), not %s", kindName(root))
 		return nil, false
 	}
 	return root, true
@@ -187,7 +193,7 @@ func (p *parser) fields(root *yaml.Node, fm *Frontmatter) {
 	}
 	for i := 0; i+1 < len(content); i += 2 {
 		k, v := deref(content[i]), deref(content[i+1])
-		line := k.Line + firstLine - 1
+		line := p.line(k.Line)
 		if k.Kind != yaml.ScalarNode {
 			p.bad(line, "", "a front matter key must be a plain string, not %s", kindName(k))
 			continue
@@ -239,9 +245,9 @@ func (p *parser) fields(root *yaml.Node, fm *Frontmatter) {
 	}
 	for _, req := range []string{"name", "description"} {
 		if _, ok := seen[req]; !ok {
-			line := firstLine
+			line := p.line(1)
 			if root != nil {
-				line = root.Line + firstLine - 1
+				line = p.line(root.Line)
 			}
 			p.bad(line, req, "is required but missing")
 		}
@@ -251,7 +257,7 @@ func (p *parser) fields(root *yaml.Node, fm *Frontmatter) {
 // str reads a scalar field. required fields that are not scalars are errors; optional ones are
 // ignored with a warning.
 func (p *parser) str(v *yaml.Node, field string, required bool) (string, bool) {
-	line := v.Line + firstLine - 1
+	line := p.line(v.Line)
 	if v.Kind != yaml.ScalarNode {
 		if required {
 			p.bad(line, field, "must be a string, not %s", kindName(v))
@@ -278,7 +284,7 @@ func (p *parser) description(line int, s string) {
 }
 
 func (p *parser) metadata(v *yaml.Node) map[string]string {
-	line := v.Line + firstLine - 1
+	line := p.line(v.Line)
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return nil
 	}
@@ -290,7 +296,7 @@ func (p *parser) metadata(v *yaml.Node) map[string]string {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := deref(v.Content[i]), deref(v.Content[i+1])
-		kl := k.Line + firstLine - 1
+		kl := p.line(k.Line)
 		if k.Kind != yaml.ScalarNode {
 			p.warn(kl, "metadata", "a key must be a string, not %s; ignored", kindName(k))
 			continue
@@ -302,7 +308,7 @@ func (p *parser) metadata(v *yaml.Node) map[string]string {
 		}
 		seen[k.Value] = kl
 		if val.Kind != yaml.ScalarNode {
-			p.warn(val.Line+firstLine-1, field, "must be a string, not %s; ignored", kindName(val))
+			p.warn(p.line(val.Line), field, "must be a string, not %s; ignored", kindName(val))
 			continue
 		}
 		// The scalar's text as written: "version: 1.10" stays "1.10", not the number 1.1.
@@ -312,7 +318,7 @@ func (p *parser) metadata(v *yaml.Node) map[string]string {
 }
 
 func (p *parser) allowedTools(v *yaml.Node) []string {
-	line := v.Line + firstLine - 1
+	line := p.line(v.Line)
 	switch v.Kind {
 	case yaml.ScalarNode:
 		return splitTools(v.Value)
@@ -321,7 +327,7 @@ func (p *parser) allowedTools(v *yaml.Node) []string {
 		for i, it := range v.Content {
 			it = deref(it)
 			if it.Kind != yaml.ScalarNode {
-				p.warn(it.Line+firstLine-1, fmt.Sprintf("allowed-tools[%d]", i), "must be a string, not %s; ignored", kindName(it))
+				p.warn(p.line(it.Line), fmt.Sprintf("allowed-tools[%d]", i), "must be a string, not %s; ignored", kindName(it))
 				continue
 			}
 			if s := strings.TrimSpace(it.Value); s != "" {

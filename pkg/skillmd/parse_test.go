@@ -138,6 +138,10 @@ func TestParseRules(t *testing.T) {
 
 		// leniency
 		{"bom and crlf", "\xef\xbb\xbf---\r\nname: pdf\r\ndescription: d\r\n---\r\n" + okBody, nil},
+		{"blank lines before the front matter", "\n  \n" + md(okBody, "name: PDF", "description: d"), []string{
+			`SKILL.md:4: front matter: name: warning: "PDF" must be lowercase a-z, 0-9 and hyphens; the skill is served under its folder name`}},
+		{"text before the front matter", "\n# Title\n" + md(okBody, "name: pdf", "description: d"), []string{
+			`SKILL.md:2: does not start with front matter: the first line must be "---", then YAML with at least name and description, then a line "---"`}},
 		{"fence with trailing blanks", "--- \nname: pdf\ndescription: d\n---\t\n" + okBody, nil},
 		{"unquoted colon", md(okBody, "name: pdf", "description: Use this skill when: the user has a PDF"), []string{
 			`SKILL.md:3: warning: this value holds ": " unquoted, which is not valid YAML; it was read as one quoted string, as other clients do; put it in quotes`}},
