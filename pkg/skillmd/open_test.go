@@ -5,11 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -130,9 +128,9 @@ func TestOpenAfterTheFolderChanged(t *testing.T) {
 		"references/gone.md":    fs.ErrNotExist,
 		"deep/inner/x.md":       nil,
 	}
-	if runtime.GOOS != "windows" {
+	if haveFIFOs {
 		must(t, os.Remove(ref("fifo")))
-		must(t, syscall.Mkfifo(ref("fifo"), 0o644))
+		mkfifo(t, ref("fifo"))
 		cases["references/fifo.md"] = ErrChanged // opened non-blocking, so this returns
 	}
 	for rel, want := range cases {
@@ -240,12 +238,12 @@ func TestCaps(t *testing.T) {
 		}
 	})
 	t.Run("special files are not served", func(t *testing.T) {
-		if runtime.GOOS == "windows" {
-			t.Skip("no FIFOs")
+		if !haveFIFOs {
+			t.Skip("no FIFOs here")
 		}
 		dir := filepath.Join(t.TempDir(), "odd")
 		write(t, dir, "SKILL.md", skillMD("odd"))
-		must(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+		mkfifo(t, filepath.Join(dir, "pipe"))
 		s := Load(dir, Unversioned) // would hang if the walk opened the FIFO
 		if got := warningStrings(s); s.Status != StatusValid || !slices.Equal(got, []string{"pipe: warning: is not a regular file (p---------); not served"}) {
 			t.Errorf("status %s, warnings %q", s.Status, got)
