@@ -48,3 +48,15 @@ func BenchmarkReadFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadCached is a rescan of an unchanged skill through a Cache: SKILL.md is read and
+// parsed, the other files are only stat'ed.
+func BenchmarkLoadCached(b *testing.B) {
+	c := NewCache()
+	c.Load("testdata/skills/pdf-processing", Unversioned)
+	for b.Loop() {
+		if s := c.Load("testdata/skills/pdf-processing", Unversioned); s.Status != StatusValid {
+			b.Fatal(s.Problems)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -63,6 +61,8 @@ type File struct {
 	// id is the file's identity (device, inode) at the walk; Open refuses a file that is no
 	// longer the same one.
 	id fileID
+	// stamp keys the file's sum in a Cache.
+	stamp stamp
 }
 
 // Skill is one Agent Skill folder as found on disk, with the verdict on it. It is a plain
@@ -125,12 +125,14 @@ var looseVersionRE = regexp.MustCompile(`^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,
 // A missing or empty SKILL.md, front matter that is never closed, and a file that changes
 // while it is read make the skill StatusIncomplete: what a copy in progress looks like. Any
 // other error makes it StatusInvalid, which wins. Warnings leave it StatusValid.
-func Load(dir string, layout Layout) Skill {
+func Load(dir string, layout Layout) Skill { return load(dir, layout, nil) }
+
+func load(dir string, layout Layout, cache *Cache) Skill {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = filepath.Clean(dir)
 	}
-	l := &loadState{s: Skill{Dir: abs, Layout: layout, Name: filepath.Base(abs)}}
+	l := &loadState{s: Skill{Dir: abs, Layout: layout, Name: filepath.Base(abs)}, cache: cache}
 	if layout == Versioned {
 		l.s.Name = filepath.Base(filepath.Dir(abs))
 		l.s.Version = filepath.Base(abs)
@@ -154,6 +156,7 @@ func Load(dir string, layout Layout) Skill {
 type loadState struct {
 	s       Skill
 	invalid bool
+	cache   *Cache // may be nil
 }
 
 func (l *loadState) bad(file, format string, args ...any) {
@@ -337,7 +340,8 @@ func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 			l.warn(p, "is not a regular file (%s); not served", d.Type())
 			return nil
 		}
-		files = append(files, File{Path: p, Size: fi.Size(), Kind: kindOf(p), Served: true, id: fileIDOf(fi)})
+		files = append(files, File{Path: p, Size: fi.Size(), Kind: kindOf(p), Served: true, id: fileIDOf(fi),
+			stamp: stampOf(filepath.Join(l.s.Dir, filepath.FromSlash(p)), fi)})
 		return nil
 	})
 	if err != nil {
@@ -420,12 +424,12 @@ func kindOf(p string) FileKind {
 	return KindOther
 }
 
-// hash reads every listed file through root, checks it is still the file the walk found, and
-// digests paths, sizes and contents. Files over MaxFileBytes are marked unserved and count by
-// path and size only.
+// hash reads every listed file through root (or takes its sum from the cache), checks it is
+// still the file the walk found, and digests paths, sizes and the files' SHA-256. Files over
+// MaxFileBytes are marked unserved and count by path and size only.
 func (l *loadState) hash(root *os.Root) {
 	h := sha256.New()
-	h.Write([]byte("skillhost-skillmd-v1\x00"))
+	h.Write([]byte("skillhost-skillmd-v2\x00"))
 	var total int64
 	for i := range l.s.Files {
 		f := &l.s.Files[i]
@@ -441,7 +445,8 @@ func (l *loadState) hash(root *os.Root) {
 			l.bad("", "its served files add up to more than %d bytes; an instruction skill this large is refused", MaxFolderBytes)
 			return
 		}
-		switch err := hashFile(h, root, *f); {
+		sum, err := l.cache.fileSum(root, l.s.Dir, *f)
+		switch {
 		case errors.Is(err, ErrChanged):
 			l.notYet(f.Path, "changed while it was read: the copy may be incomplete")
 			return
@@ -449,24 +454,9 @@ func (l *loadState) hash(root *os.Root) {
 			l.bad(f.Path, "cannot be read: %v", err)
 			return
 		}
+		h.Write(sum[:])
 	}
 	l.s.Digest = hex.EncodeToString(h.Sum(nil))
-}
-
-func hashFile(h hash.Hash, root *os.Root, f File) error {
-	file, err := openChecked(root, f.Path, f.id, MaxFileBytes)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	n, err := io.Copy(h, io.LimitReader(file, f.Size+1))
-	if err != nil {
-		return err
-	}
-	if n != f.Size {
-		return ErrChanged
-	}
-	return nil
 }
 
 // version works out the version of an unversioned folder, and checks the written version
@@ -535,7 +525,9 @@ func ignored(name string) bool {
 // SKILL.md is unversioned, and its subfolders are its files, never versions. Folders without
 // SKILL.md (binary skills) are skipped. The result is sorted by name, then version. The only
 // error is a root that cannot be read.
-func Scan(root string) ([]Skill, error) {
+func Scan(root string) ([]Skill, error) { return scan(root, nil) }
+
+func scan(root string, cache *Cache) ([]Skill, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("scan skills root: %w", err)
@@ -551,7 +543,7 @@ func Scan(root string) ([]Skill, error) {
 			continue
 		}
 		if exists(filepath.Join(dir, FileName)) {
-			out = append(out, Load(dir, Unversioned))
+			out = append(out, load(dir, Unversioned, cache))
 			continue
 		}
 		versions, err := os.ReadDir(dir)
@@ -561,7 +553,7 @@ func Scan(root string) ([]Skill, error) {
 		for _, v := range versions {
 			vdir := filepath.Join(dir, v.Name())
 			if !ignored(v.Name()) && isDir(vdir) && exists(filepath.Join(vdir, FileName)) {
-				out = append(out, Load(vdir, Versioned))
+				out = append(out, load(vdir, Versioned, cache))
 			}
 		}
 	}
