@@ -15,16 +15,15 @@ import (
 
 // instructionsOnly reports a skill folder that holds Agent Skills and no binary: SKILL.md
 // directly (unversioned, whose subfolders are its files, not versions), or version folders
-// holding SKILL.md and none holding manifest.json.
+// holding SKILL.md, and no version folder holding manifest.json. A folder with a binary version
+// is always scanned as a binary skill, even beside a stray SKILL.md (which pkg/skillmd reports),
+// so adding a SKILL.md in the wrong place can never take a serving skill away.
 func instructionsOnly(skillDir string) bool {
-	if skillmd.IsSkillFolder(skillDir) {
-		return true
-	}
 	entries, err := os.ReadDir(skillDir)
 	if err != nil {
 		return false
 	}
-	found := false
+	found := skillmd.IsSkillFolder(skillDir)
 	for _, e := range entries {
 		if ignored(e.Name()) {
 			continue

@@ -50,6 +50,31 @@ func TestScanLeavesAgentSkillsToSkillmd(t *testing.T) {
 	}
 }
 
+func TestStraySKILLmdKeepsABinarySkill(t *testing.T) {
+	root := t.TempDir()
+	writeVersion(t, root, "calc", "1.0.0", script, nil)
+	writeFile(t, filepath.Join(root, "calc", "SKILL.md"), skillMD("name: calc", "description: How to use calc."), 0o644)
+	tree, err := Scan(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := versionsOf(tree.Valid("calc")); !slices.Equal(got, []string{"calc/1.0.0:valid"}) {
+		t.Errorf("a SKILL.md beside the versions took the binary away: %v", got)
+	}
+	if !hasProblem(tree.Problems, "calc/SKILL.md", "not a folder") {
+		t.Errorf("tree problems = %v", tree.Problems)
+	}
+	// host validate says what to do about it.
+	vs, _, _ := ValidatePath(root, Options{})
+	var found bool
+	for _, v := range vs {
+		found = found || (v.Instructions != nil && v.Status == StatusInvalid && hasProblem(v.Problems, "1.0.0/manifest.json", "move SKILL.md into 1.0.0/"))
+	}
+	if !found {
+		t.Errorf("validate = %v", versionsOf(vs))
+	}
+}
+
 func TestTiedVersion(t *testing.T) {
 	root := t.TempDir()
 	dir := writeVersion(t, root, "calc", "1.0.0", script, nil)

@@ -321,9 +321,9 @@ func (l *loadState) walk(root *os.Root, exclude map[string]bool) {
 			return nil
 		}
 		if dir, file, _ := strings.Cut(p, "/"); l.s.Layout == Unversioned && file == manifestFile && semverRE.MatchString(dir) {
-			// Scan takes a skill folder holding SKILL.md for an unversioned Agent Skill, so
-			// this binary version would silently never run.
-			l.bad(p, "a binary version inside an unversioned Agent Skill is never launched; to tie them, move SKILL.md into %s/ (and into every other version folder)", dir)
+			// SKILL.md here makes the folder an unversioned Agent Skill, whose subfolders are
+			// its files; a binary version beside it is not tied to it.
+			l.bad(p, "a binary version sits beside an unversioned SKILL.md, which makes its folder the skill's files; to tie them, move SKILL.md into %s/ (and into every other version folder)", dir)
 		}
 		var fi fs.FileInfo
 		switch {

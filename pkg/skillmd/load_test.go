@@ -159,7 +159,7 @@ func TestLoadVerdicts(t *testing.T) {
 				`SKILL.md:2: front matter: name: warning: "text_kit" must be lowercase a-z, 0-9 and hyphens; the skill is served under its folder name`}},
 		{name: "binary version inside an unversioned skill", dir: "pdf",
 			files: map[string]string{"pdf/SKILL.md": skillMD("pdf"), "pdf/1.0.0/manifest.json": "{}", "pdf/assets/manifest.json": "{}"}, status: StatusInvalid,
-			errors: []string{"1.0.0/manifest.json: a binary version inside an unversioned Agent Skill is never launched; to tie them, move SKILL.md into 1.0.0/ (and into every other version folder)"}},
+			errors: []string{"1.0.0/manifest.json: a binary version sits beside an unversioned SKILL.md, which makes its folder the skill's files; to tie them, move SKILL.md into 1.0.0/ (and into every other version folder)"}},
 		{name: "not a folder", dir: "pdf/SKILL.md", files: map[string]string{"pdf/SKILL.md": skillMD("pdf")}, status: StatusInvalid,
 			errors: []string{`folder: skill folder name: "SKILL.md" must be lowercase a-z, 0-9 and hyphens; the folder name is the skill's name`, "folder: %ROOT%/pdf/SKILL.md is not a folder"}},
 	}
