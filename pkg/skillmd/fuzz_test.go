@@ -2,7 +2,9 @@ package skillmd
 
 import (
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -52,5 +54,23 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("catalog description is %d characters", n)
 		}
 		_ = doc.NamedTools(doc.Name, []string{"a.b", doc.Name + ".x"})
+	})
+}
+
+// FuzzPlainPath checks that every path Open accepts is, by its text alone, a plain path inside
+// the folder: local, already clean, with no hidden element. (os.Root then guards the links.)
+func FuzzPlainPath(f *testing.F) {
+	for _, s := range []string{"a", "a/b.md", "../a", "a/../b", "/a", `a\b`, ".env", "a//b", "", ".", "a/", "a\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if !plainPath(p) {
+			return
+		}
+		elems := strings.Split(p, "/")
+		if !filepath.IsLocal(p) || path.Clean(p) != p || slices.Contains(elems, "..") ||
+			slices.ContainsFunc(elems, func(e string) bool { return strings.HasPrefix(e, ".") || e == "" }) {
+			t.Fatalf("plainPath accepted %q", p)
+		}
 	})
 }
