@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/skillhost/skillhost/pkg/skillmd"
 )
 
 // nameRE is the skill and tool name rule. Keeping "__" out of names is what lets the
@@ -70,9 +69,6 @@ type Version struct {
 	// HashDeferred says the entrypoint was not compared with $.sha256 (Options.DeferHash):
 	// Status is valid as far as everything else goes, and whoever runs the file must check it.
 	HashDeferred bool
-	// Instructions is the folder's Agent Skill when it also holds a SKILL.md (a tied skill),
-	// as pkg/skillmd judged it; its errors are among Problems. Nil otherwise.
-	Instructions *skillmd.Skill
 }
 
 // Load checks one version folder: it reads manifest.json (refusing one over
@@ -93,7 +89,6 @@ func Load(dir string, opts Options) Version {
 	}
 	l := &loader{opts: opts, v: Version{Skill: filepath.Base(filepath.Dir(abs)), Version: filepath.Base(abs), Dir: abs}}
 	l.run()
-	l.instructions()
 	v := l.v
 	switch {
 	case l.invalid:

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/skillhost/skillhost/pkg/skillmd"
 )
 
 // Tree is the result of scanning a skills root: every version folder with its verdict, plus
@@ -212,11 +210,8 @@ func (t *Tree) Skills() []string {
 }
 
 // ValidatePath backs "host validate PATH". PATH may be a version folder (it holds
-// manifest.json, or is manifest.json itself), an Agent Skill folder (it holds SKILL.md, or is
-// SKILL.md itself), a skill folder (a child holds manifest.json or SKILL.md), or a whole skills
-// root (anything else). Agent Skills without a binary come back as Versions too, judged by
-// pkg/skillmd, with their warnings among Problems marked "warning: ". The error is only for a
-// PATH that cannot be read.
+// manifest.json, or is manifest.json itself), a skill folder (a child holds manifest.json),
+// or a whole skills root (anything else). The error is only for a PATH that cannot be read.
 func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -227,24 +222,27 @@ func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 		return nil, nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	if !fi.IsDir() {
-		if base := filepath.Base(abs); base != FileName && base != skillmd.FileName {
-			return nil, nil, fmt.Errorf("validate %s: not a folder, a %s or a %s", path, FileName, skillmd.FileName)
+		if filepath.Base(abs) == agentSkillFile {
+			return nil, nil, fmt.Errorf("validate %s: %w", path, ErrAgentSkill)
+		}
+		if filepath.Base(abs) != FileName {
+			return nil, nil, fmt.Errorf("validate %s: not a folder or a %s", path, FileName)
 		}
 		abs = filepath.Dir(abs)
 	}
 	if exists(filepath.Join(abs, FileName)) {
 		return []Version{Load(abs, opts)}, nil, nil
 	}
-	if skillmd.IsSkillFolder(abs) {
-		return []Version{instructionsAt(abs)}, nil, nil
+	if exists(filepath.Join(abs, agentSkillFile)) {
+		return nil, nil, fmt.Errorf("validate %s: %w", path, ErrAgentSkill)
 	}
 	if isSkillFolder(abs) {
 		var ps Problems
-		if msg := skillNameProblem(filepath.Base(abs)); msg != "" && !instructionsOnly(abs) {
+		if msg := skillNameProblem(filepath.Base(abs)); msg != "" {
 			ps = append(ps, Problem{Path: filepath.Base(abs), Message: msg})
 		}
 		dirs, dps := versionDirs(abs)
-		vs := append(loadAll(dirs, opts), instructionVersions(abs)...)
+		vs := loadAll(dirs, opts)
 		finish(vs)
 		return vs, append(ps, dps...), nil
 	}
@@ -252,11 +250,7 @@ func ValidatePath(path string, opts Options) ([]Version, Problems, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("validate %s: %w", path, err)
 	}
-	iv := instructionSkills(abs)
-	finish(iv)
-	vs := append(t.Versions, iv...)
-	sort.SliceStable(vs, func(i, j int) bool { return lessVersion(vs[i], vs[j]) })
-	return vs, t.Problems, nil
+	return t.Versions, t.Problems, nil
 }
 
 func exists(p string) bool {
@@ -270,7 +264,7 @@ func isSkillFolder(dir string) bool {
 		return false
 	}
 	for _, e := range entries {
-		if !ignored(e.Name()) && (exists(filepath.Join(dir, e.Name(), FileName)) || isInstructionVersion(filepath.Join(dir, e.Name()))) {
+		if !ignored(e.Name()) && exists(filepath.Join(dir, e.Name(), FileName)) {
 			return true
 		}
 	}

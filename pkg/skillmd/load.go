@@ -95,8 +95,8 @@ type Skill struct {
 	Tied bool `json:"tied"`
 }
 
-// manifestFile is the binary side's manifest, from pkg/manifest (not imported, so that
-// pkg/manifest can use this package).
+// manifestFile is the binary side's manifest, pkg/manifest's FileName (not imported:
+// test/arch keeps both packages leaves).
 const manifestFile = "manifest.json"
 
 // maxManifestBytes mirrors pkg/manifest's cap; only the entrypoint is read here.
