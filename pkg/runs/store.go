@@ -189,8 +189,10 @@ func (s *Store) load(id string) (*Run, error) {
 			"offset", rep.Offset, "bytes", rep.Cut, "reason", rep.Reason)
 	}
 	if r.state.LastSeq == 0 {
+		// A Create cut short by a crash, before its started event was
+		// durable: the run never existed for anyone.
 		l.Close()
-		return nil, fmt.Errorf("load run %s: %s holds no event (a crash during Create)", id, path)
+		return nil, fmt.Errorf("run %s: %w (%s holds no event)", id, ErrUnknownRun, path)
 	}
 	r.log = l
 	if r.state.Status == StatusStopped {
@@ -246,6 +248,9 @@ func (s *Store) all() ([]*Run, error) {
 	runs := make([]*Run, 0, len(ids))
 	for _, id := range ids {
 		r, err := s.Run(id)
+		if errors.Is(err, ErrUnknownRun) {
+			continue // removed meanwhile, or a create cut short
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
