@@ -291,18 +291,24 @@ func (l *Log) Append(ps ...Payload) ([]Event, error) {
 }
 
 // Read returns the durable records after seq after, oldest first, reading
-// at most about maxBytes of file (always at least one record when there is
-// one; maxBytes <= 0 means no limit). It also returns a channel that is
-// closed when the log changes after this read, so a follower can wait for
-// more without polling. Read never waits for an append in progress
-// beyond the moment it takes the log's lock.
+// at most maxBytes of file (but always one record when there is one;
+// maxBytes <= 0 means no limit). It also returns a channel that is closed
+// when the log changes after this read, so a follower (an SSE stream, an
+// idle team member's inbox) can wait for more without polling or a
+// goroutine. Once caught up, Read returns ErrClosed after Close and the
+// write error after a failed append, since no record will follow.
 func (l *Log) Read(after uint64, maxBytes int) ([]Event, <-chan struct{}, error) {
 	l.mu.Lock()
-	f, changed, closed := l.f, l.changed, l.f == nil
+	f, changed, closed, broken := l.f, l.changed, l.f == nil, l.err
 	if after >= l.seq {
 		l.mu.Unlock()
-		if closed {
+		switch {
+		case closed:
 			return nil, changed, fmt.Errorf("run log %s: %w", l.path, ErrClosed)
+		case broken != nil:
+			// Nothing more will be appended: say so rather than let a
+			// follower wait for ever.
+			return nil, changed, broken
 		}
 		return nil, changed, nil
 	}

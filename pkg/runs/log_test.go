@@ -420,3 +420,40 @@ func TestCrashSafetySIGKILL(t *testing.T) {
 		}
 	}
 }
+
+// TestLogFailedWriteIsSticky breaks the file under the log (its
+// descriptor closed behind its back, as a failing disk would fail a
+// write): the append fails, every later one fails the same way, a
+// follower is told instead of waiting, and reopening the file goes on.
+func TestLogFailedWriteIsSticky(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	l, err := OpenLog(path, LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(note{"kept"}); err != nil {
+		t.Fatal(err)
+	}
+	l.f.Close()
+	_, err = l.Append(note{"lost"})
+	if err == nil || !strings.Contains(err.Error(), "write failed") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("append on a broken file: %v", err)
+	}
+	if _, err2 := l.Append(note{"again"}); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("second append: %v, want the first failure again", err2)
+	}
+	if evs, _, rerr := l.Read(0, 0); rerr != nil || len(evs) != 1 {
+		t.Fatalf("reading the durable part: %d events, %v", len(evs), rerr)
+	}
+	if _, _, rerr := l.Read(1, 0); rerr == nil || rerr.Error() != err.Error() {
+		t.Fatalf("a caught-up reader: %v, want the write failure", rerr)
+	}
+	l.f = nil // already closed above
+	l2, got, err := replayLog(t, path)
+	if err != nil || len(got) != 1 || got[0] != "kept" {
+		t.Fatalf("reopen: %q, %v", got, err)
+	}
+	if _, err := l2.Append(note{"after"}); err != nil {
+		t.Fatal(err)
+	}
+}
