@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -68,7 +69,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("run log %s: corrupt record at byte offset %d (after seq %d): %s; good records follow it, so it is not a torn tail and was left in place",
+	return fmt.Sprintf("run log %s: corrupt record at byte offset %d (after seq %d): %s",
 		e.Path, e.Offset, e.After, e.Reason)
 }
 
@@ -149,10 +150,11 @@ func (l *Log) load(replay func(Event) error) error {
 			if derr != nil {
 				why = derr.Error()
 			} else if badOff >= 0 {
-				return &CorruptError{Path: l.path, Offset: badOff, After: badSeen, Reason: badWhy}
+				return &CorruptError{Path: l.path, Offset: badOff, After: badSeen,
+					Reason: badWhy + "; a good record follows at offset " + strconv.FormatInt(off, 10) + ", so this is not a torn tail and the file was left as it is"}
 			} else if ev.Seq != l.seq+1 {
 				return &CorruptError{Path: l.path, Offset: off, After: l.seq,
-					Reason: fmt.Sprintf("record has seq %d, want %d", ev.Seq, l.seq+1)}
+					Reason: fmt.Sprintf("record has seq %d, want %d (a record lost or repeated)", ev.Seq, l.seq+1)}
 			}
 		}
 		if why != "" {
