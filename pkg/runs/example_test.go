@@ -79,3 +79,51 @@ func Example() {
 	// 6 tool_result
 	// 7 stop
 }
+
+// inboxMessage is a kind a package built on the log declares for itself,
+// as pkg/team would for a member's inbox.
+type inboxMessage struct {
+	ID   string `json:"id"`
+	From string `json:"from"`
+	Text string `json:"text"`
+}
+
+func (inboxMessage) Kind() runs.Kind { return "team.inbox_message" }
+
+// A Log on its own: any stream that wants the run log's guarantees, with
+// its own kinds, replayed on open and followed without a goroutine.
+func ExampleLog() {
+	dir, err := os.MkdirTemp("", "runs-example-log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := dir + "/fe-dev.inbox.jsonl"
+
+	l, err := runs.OpenLog(path, runs.LogOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := l.Append(inboxMessage{ID: "m1", From: "lead", Text: "build the login page"}); err != nil {
+		log.Fatal(err)
+	}
+	_, changed, _ := l.Read(1, 0) // caught up: wait on changed for more
+	if _, err := l.Append(inboxMessage{ID: "m2", From: "lead", Text: "share your progress"}); err != nil {
+		log.Fatal(err)
+	}
+	<-changed // closed by the append
+	l.Close()
+
+	l, err = runs.OpenLog(path, runs.LogOptions{MustExist: true, Replay: func(ev runs.Event) error {
+		m, err := runs.Decode[inboxMessage](ev)
+		fmt.Println(ev.Seq, ev.Kind, m.ID, m.Text)
+		return err
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	// Output:
+	// 1 team.inbox_message m1 build the login page
+	// 2 team.inbox_message m2 share your progress
+}

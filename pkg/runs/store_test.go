@@ -368,3 +368,47 @@ func TestRunConcurrentWritersAndReaders(t *testing.T) {
 		next[m.Sender]++
 	}
 }
+
+// TestSummaryJSON pins the field names GET /v1/runs/{id} and the SSE
+// stream show.
+func TestSummaryJSON(t *testing.T) {
+	s, _ := newTestStore(t)
+	r, err := s.Create(Started{Type: "flow", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round(t, r, 1)
+	if err := r.Stop(StopTokens, "over 10000 tokens"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{"id": r.ID(), "type": "flow", "name": "demo", "status": "stopped",
+		"stop_reason": "token_budget", "stop_detail": "over 10000 tokens", "last_seq": 7.0, "rounds": 1.0} {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	usage, _ := got["usage"].(map[string]any)
+	coder, _ := usage["coder"].(map[string]any)
+	if coder["prompt_tokens"] != 120.0 || coder["completion_tokens"] != 30.0 || coder["total_tokens"] != 150.0 {
+		t.Errorf("usage %v", got["usage"])
+	}
+	turns, _ := got["transcript"].([]any)
+	if len(turns) != 1 || turns[0].(map[string]any)["sender"] != "coder" || turns[0].(map[string]any)["seq"] != 3.0 {
+		t.Errorf("transcript %v", got["transcript"])
+	}
+	evs, err := r.Events(6)
+	if err != nil || len(evs) != 1 {
+		t.Fatal(evs, err)
+	}
+	if b, _ := json.Marshal(evs[0]); !strings.HasPrefix(string(b), `{"seq":7,"time":"`) || !strings.HasSuffix(string(b), `"kind":"stop","data":{"reason":"token_budget","detail":"over 10000 tokens"}}`) {
+		t.Errorf("event JSON %s", b)
+	}
+}
