@@ -27,13 +27,23 @@ type Log struct {
 	path string
 	now  func() time.Time
 
-	mu      sync.Mutex    // guards the fields below; held across write and fsync so records land in seq order
+	syncFile func(*os.File) error // (*os.File).Sync; tests count and stall it
+
+	// syncMu is held by the one appender that runs an fsync (and by
+	// Close): fsyncs run one at a time, and the others queue behind it to
+	// find out whether it covered their records.
+	syncMu sync.Mutex
+
+	mu      sync.Mutex    // guards the fields below; never held during an fsync
 	f       *os.File      // the locked, append-only descriptor; nil once closed
-	seq     uint64        // last durable sequence number
+	seq     uint64        // last durable sequence number: what readers see
 	size    int64         // durable end of the file
-	offsets []int64       // offsets[i] is where the record with seq i+1 starts
+	offsets []int64       // offsets[i] is where the durable record with seq i+1 starts
+	wseq    uint64        // last written sequence number (durable or not)
+	wsize   int64         // written end of the file
+	pending []int64       // offsets of the records after seq up to wseq
 	err     error         // sticky: a failed write or fsync leaves the file's tail unknown
-	changed chan struct{} // closed (and replaced) after each append and at Close
+	changed chan struct{} // closed (and replaced) when records become durable, and at Close
 	buf     []byte        // reused encode buffer
 	repair  *Repair
 }
@@ -91,7 +101,7 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("run log %s: %w", path, err)
 	}
-	l := &Log{path: path, now: opts.Now, f: f, changed: make(chan struct{})}
+	l := &Log{path: path, now: opts.Now, f: f, changed: make(chan struct{}), syncFile: (*os.File).Sync}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -105,6 +115,7 @@ func OpenLog(path string, opts LogOptions) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
+	l.wseq, l.wsize = l.seq, l.size
 	return l, nil
 }
 
@@ -225,9 +236,12 @@ func (l *Log) LastSeq() uint64 {
 }
 
 // Append writes the payloads as consecutive records and returns once they
-// are on disk: one write and one fsync for the whole batch, which is this
-// log's group commit (an engine logs a model reply's message, tool calls
-// and usage together at the cost of one fsync). A batch is durable as a
+// are on disk. A batch is written with one write and made durable by one
+// fsync, so an engine logs a model reply's message, tool calls and usage
+// for the cost of one fsync. Appends from several goroutines also share
+// fsyncs (group commit, as etcd's WAL and JetStream do): one appender's
+// fsync covers every record written before it started, and an appender
+// whose records it covered returns without one. A batch is durable as a
 // whole when Append returns; a crash during it may leave a prefix of it.
 //
 // A failed write or fsync leaves the file's tail unknown (after a failed
@@ -237,18 +251,9 @@ func (l *Log) Append(ps ...Payload) ([]Event, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil, fmt.Errorf("run log %s: %w", l.path, ErrClosed)
-	}
-	if l.err != nil {
-		return nil, l.err
-	}
-	now := l.now().UTC()
-	buf := l.buf[:0]
-	evs := make([]Event, len(ps))
-	starts := make([]int64, len(ps))
+	// Encode outside the lock: concurrent appenders marshal in parallel.
+	kinds := make([]Kind, len(ps))
+	datas := make([][]byte, len(ps))
 	for i, p := range ps {
 		p, err := payloadValue(p)
 		if err != nil {
@@ -265,31 +270,89 @@ func (l *Log) Append(ps ...Payload) ([]Event, error) {
 		if bytes.Equal(data, []byte("null")) {
 			return nil, fmt.Errorf("run log %s: %s payload encodes to null", l.path, kind)
 		}
-		starts[i] = l.size + int64(len(buf))
-		seq := l.seq + uint64(i) + 1
-		buf = appendRecord(buf, seq, now, kind, data)
-		if rec := l.size + int64(len(buf)) - starts[i]; rec > MaxRecordBytes {
-			return nil, fmt.Errorf("run log %s: %s record is %d bytes, over the limit of %d", l.path, kind, rec, MaxRecordBytes)
+		// seq (20 digits), time (30), crc (10) and the keys take < 128 bytes.
+		if rec := len(data) + len(kind) + 128; rec > MaxRecordBytes {
+			return nil, fmt.Errorf("run log %s: %s record is about %d bytes, over the limit of %d", l.path, kind, rec, MaxRecordBytes)
 		}
-		evs[i] = Event{Seq: seq, Time: now, Kind: kind, Data: data}
+		kinds[i], datas[i] = kind, data
+	}
+
+	l.mu.Lock()
+	if l.f == nil {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("run log %s: %w", l.path, ErrClosed)
+	}
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return nil, err
+	}
+	now := l.now().UTC()
+	buf := l.buf[:0]
+	evs := make([]Event, len(ps))
+	for i := range ps {
+		l.pending = append(l.pending, l.wsize+int64(len(buf)))
+		seq := l.wseq + uint64(i) + 1
+		buf = appendRecord(buf, seq, now, kinds[i], datas[i])
+		evs[i] = Event{Seq: seq, Time: now, Kind: kinds[i], Data: datas[i]}
 	}
 	if cap(buf) <= 64<<10 {
 		l.buf = buf
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = fmt.Errorf("run log %s: write failed, appends refused until it is reopened: %w", l.path, err)
+		l.mu.Unlock()
 		return nil, l.err
 	}
-	if err := l.f.Sync(); err != nil {
+	l.wseq += uint64(len(ps))
+	l.wsize += int64(len(buf))
+	mine := l.wseq
+	l.mu.Unlock()
+
+	if err := l.commit(mine); err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// commit returns once the records up to seq are durable, fsyncing them
+// unless an fsync that started after they were written already has.
+func (l *Log) commit(seq uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	if l.seq >= seq {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
+	f, upto, size := l.f, l.wseq, l.wsize
+	l.mu.Unlock()
+	// Appenders keep writing during the fsync; the next commit covers them.
+	err := l.syncFile(f)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
 		l.err = fmt.Errorf("run log %s: fsync failed, appends refused until it is reopened: %w", l.path, err)
-		return nil, l.err
+		return l.err
 	}
-	l.offsets = append(l.offsets, starts...)
-	l.seq += uint64(len(ps))
-	l.size += int64(len(buf))
+	l.publish(upto, size)
+	return nil
+}
+
+// publish makes the records written up to seq upto (ending at size)
+// visible to readers and wakes followers. l.mu must be held.
+func (l *Log) publish(upto uint64, size int64) {
+	n := int(upto - l.seq)
+	l.offsets = append(l.offsets, l.pending[:n]...)
+	l.pending = append(l.pending[:0], l.pending[n:]...)
+	l.seq, l.size = upto, size
 	close(l.changed)
 	l.changed = make(chan struct{})
-	return evs, nil
 }
 
 // Read returns the durable records after seq after, oldest first, reading
@@ -378,22 +441,35 @@ func readAt(f *os.File, path string, b []byte, off int64) error {
 	return err
 }
 
-// Close releases the file and its lock. Reads go on working (through a
-// fresh descriptor); appends fail with ErrClosed. Safe to call twice.
+// Close releases the file and its lock, after making durable what
+// concurrent appends wrote. Reads go on working (through a fresh
+// descriptor); appends fail with ErrClosed. Safe to call twice.
 func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	var errs []error
+	if l.wseq > l.seq && l.err == nil {
+		// An appender wrote and has not reached commit yet: it will find
+		// its records durable.
+		if err := l.syncFile(l.f); err != nil {
+			l.err = fmt.Errorf("run log %s: fsync at close failed: %w", l.path, err)
+			errs = append(errs, l.err)
+		} else {
+			l.publish(l.wseq, l.wsize)
+		}
+	}
+	if err := l.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close run log %s: %w", l.path, err))
+	}
 	l.f = nil
 	close(l.changed)
 	l.changed = make(chan struct{})
-	if err != nil {
-		return fmt.Errorf("close run log %s: %w", l.path, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // syncDir fsyncs a folder so that a file or folder just created in it

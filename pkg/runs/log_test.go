@@ -9,9 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // note is an extension payload, as pkg/team would declare one.
@@ -455,5 +459,79 @@ func TestLogFailedWriteIsSticky(t *testing.T) {
 	}
 	if _, err := l2.Append(note{"after"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogGroupCommit stalls the first fsync while five more appenders
+// write, then lets it go: the five share one more fsync instead of five,
+// nobody sees a record before it is durable, and every record is there
+// in the order it was written.
+func TestLogGroupCommit(t *testing.T) {
+	l, err := OpenLog(filepath.Join(t.TempDir(), "log.jsonl"), LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var syncs atomic.Int32
+	inSync, release := make(chan struct{}), make(chan struct{})
+	l.syncFile = func(f *os.File) error {
+		if syncs.Add(1) == 1 {
+			close(inSync)
+			<-release
+		}
+		return f.Sync()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	appendNote := func(text string) {
+		if _, err := l.Append(note{text}); err != nil {
+			errs <- err
+		}
+	}
+	wg.Go(func() { appendNote("leader") })
+	<-inSync
+	for i := range 5 {
+		wg.Go(func() { appendNote(fmt.Sprint("follower ", i)) })
+	}
+	// Wait for the five to have written (they then queue for the fsync).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		written := l.wseq
+		l.mu.Unlock()
+		if written == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followers wrote %d records of 5", written-1)
+		}
+		runtime.Gosched()
+	}
+	if evs, _, err := l.Read(0, 0); len(evs) != 0 || err != nil {
+		t.Fatalf("a reader saw %d records before their fsync (%v)", len(evs), err)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Fatalf("%d fsyncs for 6 appends, want 2 (the stalled one and one shared by the followers)", n)
+	}
+	evs, _, err := l.Read(0, 0)
+	if err != nil || len(evs) != 6 {
+		t.Fatalf("read back %d records, %v", len(evs), err)
+	}
+	seen := map[string]bool{}
+	for i, ev := range evs {
+		n, _ := Decode[note](ev)
+		if ev.Seq != uint64(i+1) || seen[n.Text] {
+			t.Fatalf("record %d: seq %d, %q", i, ev.Seq, n.Text)
+		}
+		seen[n.Text] = true
+	}
+	if !seen["leader"] || len(seen) != 6 {
+		t.Fatalf("records %v", seen)
 	}
 }
