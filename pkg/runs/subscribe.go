@@ -65,16 +65,16 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			s.buf = evs
 			continue
 		}
+		if err != nil && !errors.Is(err, ErrClosed) {
+			return Event{}, fmt.Errorf("follow run %s: %w", s.run.id, err) // damaged file, failed write
+		}
 		// Caught up. A stop is always the last event, so a stopped run
 		// has nothing more to give.
 		if s.run.Stopped() {
 			return Event{}, io.EOF
 		}
 		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return Event{}, fmt.Errorf("follow run %s: %w", s.run.id, err)
-			}
-			return Event{}, err
+			return Event{}, fmt.Errorf("follow run %s: %w", s.run.id, err)
 		}
 		select {
 		case <-changed:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 )
@@ -191,5 +192,40 @@ func TestSubscribeWakesOnCancelAndClose(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not wake the follower")
+	}
+}
+
+// TestSubscribeReportsDamage damages a finished run's file behind the
+// store's back: a follower gets the good events, then an error naming the
+// file and offset, not a silent end.
+func TestSubscribeReportsDamage(t *testing.T) {
+	s, _ := newTestStore(t)
+	r, err := s.Create(Started{Type: "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round(t, r, 1)
+	if err := r.Stop(StopCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(r.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := offsetOfRecord(b, 2)
+	b[off+20] ^= 1
+	if err := os.WriteFile(r.Path(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := r.Subscribe(0)
+	for want := uint64(1); want <= 2; want++ {
+		if ev := next(t, sub); ev.Seq != want {
+			t.Fatalf("seq %d, want %d", ev.Seq, want)
+		}
+	}
+	_, err = sub.Next(context.Background())
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != r.Path() || ce.Offset != int64(off) {
+		t.Fatalf("Next over a damaged record: %v, want a CorruptError at %s offset %d", err, r.Path(), off)
 	}
 }
