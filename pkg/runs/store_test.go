@@ -289,11 +289,7 @@ func TestStoreUnknownAndBrokenRuns(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(bad.Path())
-	b[offsetOfRecord(b, 2)+10] ^= 1
-	if err := os.WriteFile(bad.Path(), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	flipBit(t, bad.Path(), 2, 10)
 	s2, err := Open(Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -369,18 +365,41 @@ func TestRunConcurrentWritersAndReaders(t *testing.T) {
 	}
 }
 
-// TestSummaryJSON pins the field names GET /v1/runs/{id} and the SSE
-// stream show.
-func TestSummaryJSON(t *testing.T) {
-	s, _ := newTestStore(t)
-	r, err := s.Create(Started{Type: "flow", Name: "demo"})
+// finishedRun creates a run named name, logs one round and stops it.
+func finishedRun(t testing.TB, s *Store, name, reason, detail string) *Run {
+	t.Helper()
+	r, err := s.Create(Started{Type: "flow", Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	round(t, r, 1)
-	if err := r.Stop(StopTokens, "over 10000 tokens"); err != nil {
+	if err := r.Stop(reason, detail); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// flipBit flips a bit at byte at of the record after the first n records
+// of the file, and returns where that record starts.
+func flipBit(t testing.TB, path string, n, at int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := offsetOfRecord(b, n)
+	b[off+at] ^= 1
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return int64(off)
+}
+
+// TestSummaryJSON pins the field names GET /v1/runs/{id} and the SSE
+// stream show.
+func TestSummaryJSON(t *testing.T) {
+	s, _ := newTestStore(t)
+	r := finishedRun(t, s, "demo", StopTokens, "over 10000 tokens")
 	b, err := json.Marshal(r.Summary())
 	if err != nil {
 		t.Fatal(err)

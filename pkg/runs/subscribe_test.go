@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"testing"
 	"time"
 )
@@ -200,32 +199,17 @@ func TestSubscribeWakesOnCancelAndClose(t *testing.T) {
 // file and offset, not a silent end.
 func TestSubscribeReportsDamage(t *testing.T) {
 	s, _ := newTestStore(t)
-	r, err := s.Create(Started{Type: "flow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	round(t, r, 1)
-	if err := r.Stop(StopCompleted, ""); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(r.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := offsetOfRecord(b, 2)
-	b[off+20] ^= 1
-	if err := os.WriteFile(r.Path(), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r := finishedRun(t, s, "demo", StopCompleted, "")
+	off := flipBit(t, r.Path(), 2, 20)
 	sub := r.Subscribe(0)
 	for want := uint64(1); want <= 2; want++ {
 		if ev := next(t, sub); ev.Seq != want {
 			t.Fatalf("seq %d, want %d", ev.Seq, want)
 		}
 	}
-	_, err = sub.Next(context.Background())
+	_, err := sub.Next(context.Background())
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Path != r.Path() || ce.Offset != int64(off) {
+	if !errors.As(err, &ce) || ce.Path != r.Path() || ce.Offset != off {
 		t.Fatalf("Next over a damaged record: %v, want a CorruptError at %s offset %d", err, r.Path(), off)
 	}
 }
