@@ -431,3 +431,51 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("event JSON %s", b)
 	}
 }
+
+// TestStoreKeepsFewFinishedRuns: past KeepFinished, the store lets go of
+// the oldest finished runs' states, lists them from their kept summaries,
+// and reads one again from its file when it is asked for.
+func TestStoreKeepsFewFinishedRuns(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, KeepFinished: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, finishedRun(t, s, fmt.Sprint("run ", i), StopCompleted, "").ID())
+	}
+	open, err := s.Create(Started{Type: "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	loaded := len(s.runs)
+	_, oldest := s.runs[ids[0]]
+	s.mu.Unlock()
+	if loaded != 3 || oldest {
+		t.Fatalf("%d runs in memory (the oldest finished one among them: %v), want 2 finished and the open one", loaded, oldest)
+	}
+	list, err := s.List()
+	if err != nil || len(list) != 5 || list[0].Name != "run 0" || list[0].StopReason != StopCompleted || list[4].ID != open.ID() {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	r, err := s.Run(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := r.Summary(); sum.Name != "run 0" || len(sum.Transcript) != 1 || !r.Stopped() {
+		t.Fatalf("a finished run read again: %+v", sum)
+	}
+	un, err := s.Unfinished()
+	if err != nil || len(un) != 1 || un[0] != open {
+		t.Fatalf("Unfinished = %v, %v", un, err)
+	}
+	s.mu.Lock()
+	loaded = len(s.runs)
+	s.mu.Unlock()
+	if loaded != 3 {
+		t.Fatalf("%d runs in memory after reading one back, want 3", loaded)
+	}
+}
