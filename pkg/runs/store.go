@@ -40,7 +40,7 @@ type Store struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	keep   int // Config.KeepFinished, defaulted
+	keep int // Config.KeepFinished, defaulted
 
 	mu       sync.Mutex         // guards the fields below
 	runs     map[string]*Run    // loaded runs: every unfinished one asked for, and the kept finished ones
