@@ -360,6 +360,9 @@ func TestCrashSafetySIGKILL(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// Should the test fail before its SIGKILL, the child still dies
+		// (and the later Wait reaps it).
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		// Kill once the child acknowledged 40 more calls: it is then in
 		// the middle of its next append.
 		sc := bufio.NewScanner(stdout)
