@@ -101,8 +101,9 @@ func TestReaper(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2.track(spared.Process.Pid)
-	r2.close() // returns once the watchdog has exited
+	r2.close()
 	r2.close() // safe twice
+	// close waited for the watchdog to exit: whatever it killed is dead or dying.
 	if r2.cmd.ProcessState == nil || !r2.cmd.ProcessState.Success() {
 		t.Fatalf("the watchdog did not exit cleanly after bye: %v", r2.cmd.ProcessState)
 	}
