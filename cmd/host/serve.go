@@ -207,7 +207,7 @@ func serve(f serveFlags, log hclog.Logger) error {
 		OnEvent: func(e loader.Event) {
 			m.ObserveEvent(e)
 			bus.Publish(events.Event{Type: e.Type, Skill: e.Skill, Version: e.Version, State: string(e.State), From: string(e.From),
-				PID: e.PID, Reason: e.Reason, DurMS: float64(e.Duration) / float64(time.Millisecond), Time: e.Time})
+				PID: e.PID, Reason: e.Reason, Restart: e.Restart, DurMS: float64(e.Duration) / float64(time.Millisecond), Time: e.Time})
 		},
 	})
 	if err != nil {

@@ -212,10 +212,9 @@ func TestSearchAPI(t *testing.T) {
 func TestSearchAPIEmbeddingRerank(t *testing.T) {
 	fake := newFakeEmbeddings(t)
 	// No real API key goes to the fake, whatever the environment holds.
+	// No skip when the rerank is not wired: that is the failure this test
+	// is for, and the searches below reaching the fake show the wiring.
 	d := startExampleDaemon(t, []string{"OPENAI_API_KEY="}, "--embed-base-url", fake.URL+"/v1", "--embed-model", "fake", "--embed-timeout", "500ms")
-	if !strings.Contains(d.Logs(), "embedding rerank enabled") {
-		t.Skip("serve does not pass embedReranker to the registry yet (registry.Config.Rerank)")
-	}
 	q := url.Values{"q": {"查询报销制度"}}
 	before := fake.requests()
 	tools := getTools(t, d, q)

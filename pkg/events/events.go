@@ -9,7 +9,9 @@ import (
 
 // Event is one change. Type is "lifecycle" (a skill version changed state),
 // "registry" (the tool set changed) or "calls" (calls were made since the
-// last such event; Calls is the running total).
+// last such event; Calls is the running total). Restart is set on the
+// lifecycle event of a version that went active again after a crash, so a
+// watcher counts restarts from a field rather than from Reason's wording.
 type Event struct {
 	Seq     uint64    `json:"seq"`
 	Type    string    `json:"type"`
@@ -19,6 +21,7 @@ type Event struct {
 	From    string    `json:"from,omitempty"`
 	PID     int       `json:"pid,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
+	Restart bool      `json:"restart,omitempty"`
 	Tools   int       `json:"tools,omitempty"`
 	DurMS   float64   `json:"duration_ms,omitempty"`
 	Calls   uint64    `json:"calls,omitempty"`

@@ -540,6 +540,9 @@ func (l *Loader) emit(e Event) {
 	if e.Reason != "" {
 		args = append(args, "reason", e.Reason)
 	}
+	if e.Restart {
+		args = append(args, "restart", true)
+	}
 	if e.Duration != 0 {
 		args = append(args, "duration", e.Duration.Round(time.Microsecond))
 	}

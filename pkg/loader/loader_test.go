@@ -430,6 +430,26 @@ func TestCrashRestarts(t *testing.T) {
 	if crash == nil || crash.Reason != "process exited unexpectedly (signal: killed)" {
 		t.Fatalf("the crash event does not say how the process ended: %+v", crash)
 	}
+	// The restarted instance's active event says it is a restart (what
+	// metrics count), and the first start's does not. The event is sent
+	// after the swap, so wait for it rather than read the log once.
+	activeOf := func(pid int) (Event, bool) {
+		for _, e := range h.events() {
+			if e.State == StateActive && e.PID == pid {
+				return e, true
+			}
+		}
+		return Event{}, false
+	}
+	if !testenv.WaitFor(5*time.Second, func() bool { _, ok := activeOf(r2.PID); return ok }) {
+		t.Fatalf("no active event for the restarted process %d: %+v", r2.PID, h.events())
+	}
+	if e, _ := activeOf(r2.PID); !e.Restart {
+		t.Errorf("the restart's active event is not marked Restart: %+v", e)
+	}
+	if e, ok := activeOf(r.PID); !ok || e.Restart {
+		t.Errorf("the first start's active event: %+v (found %v), want one not marked Restart", e, ok)
+	}
 }
 
 func TestOverwriteBinaryInPlace(t *testing.T) {

@@ -46,6 +46,9 @@ type SkillStatus struct {
 }
 
 // Event is one lifecycle change, for logs, the SSE stream and metrics.
+// Restart marks the active event of an instance started again after the
+// serving one crashed; it is what restarts are counted by, since Reason is
+// prose for people and may be reworded.
 type Event struct {
 	Type     string        `json:"type"` // "lifecycle"
 	Skill    string        `json:"skill"`
@@ -54,6 +57,7 @@ type Event struct {
 	From     State         `json:"from,omitempty"`
 	State    State         `json:"state"`
 	Reason   string        `json:"reason,omitempty"`
+	Restart  bool          `json:"restart,omitempty"`
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	Time     time.Time     `json:"time"`
 }

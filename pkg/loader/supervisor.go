@@ -169,7 +169,7 @@ func (s *supervisor) reconcile(ctx context.Context, d desired) {
 		if same {
 			return
 		}
-		if s.swapTo(ctx, *target, "new desired version") {
+		if s.swapTo(ctx, *target, "new desired version", false) {
 			return
 		}
 	}
@@ -285,7 +285,10 @@ func newer(a, b manifest.Version) bool {
 }
 
 // swapTo launches ver and swaps it in. It reports whether ver now serves.
-func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why string) bool {
+// restart says ver is started again because its serving instance crashed;
+// the active event carries it, so metrics and watchers count restarts
+// without parsing why.
+func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why string, restart bool) bool {
 	s.mu.Lock()
 	s.starting = ver.Version
 	s.mu.Unlock()
@@ -332,7 +335,7 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 		s.restartTimer = nil
 	}
 	s.l.emit(Event{Skill: s.name, Version: ver.Version, PID: inst.pid, From: StateStarting, State: StateActive, Reason: why,
-		Duration: time.Since(inst.startedAt)})
+		Restart: restart, Duration: time.Since(inst.startedAt)})
 	if prev != nil {
 		s.drain(prev, "replaced by "+ver.Version)
 	}
@@ -436,7 +439,7 @@ func (s *supervisor) restart(ctx context.Context) {
 	if ver == nil {
 		return
 	}
-	if !s.swapTo(ctx, *ver, "restarted after a crash") {
+	if !s.swapTo(ctx, *ver, "restarted after a crash", true) {
 		s.mu.Lock()
 		delete(s.failed, ver.Fingerprint) // a crash loop keeps retrying; it is not a bad version
 		s.restarts[ver.Version]++

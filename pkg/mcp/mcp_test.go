@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -148,9 +149,13 @@ func (c *memClient) call(name string, args any) (*mcpsdk.CallToolResult, error) 
 	return c.cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
 }
 
-// notifications waits d and returns how many list_changed arrived.
-func (c *memClient) notifications(d time.Duration) int {
+// settled lets fake time run for d inside a synctest bubble, then waits
+// until every goroutine of the bubble (the server's watcher, the sessions,
+// the transports) is blocked, and returns how many list_changed arrived.
+// Nothing can still be on its way when it counts: no sleep and hope.
+func (c *memClient) settled(d time.Duration) int {
 	time.Sleep(d)
+	synctest.Wait()
 	n := 0
 	for {
 		select {
@@ -237,26 +242,35 @@ func TestMirrorFollowsRegistry(t *testing.T) {
 }
 
 func TestBurstOfChangesIsOneNotification(t *testing.T) {
-	reg := registry.New(registry.Config{})
-	s := newServer(t, reg, func(c *Config) { c.Debounce = 300 * time.Millisecond })
-	c := serveMem(t, s, Filter{})
-	for _, name := range []string{"a", "b", "c", "d", "e"} {
-		put(t, reg, spec(name, "1.0.0", &memBackend{version: "1.0.0"}, nil, "x", "y"))
-	}
-	// One resync; the go-sdk merges its AddTool calls into one
-	// notification unless two of them land more than 10 ms apart (a loaded
-	// machine), so allow a second, not one per publication.
-	if n := c.notifications(700 * time.Millisecond); n < 1 || n > 2 {
-		t.Errorf("%d notifications for one burst of 5 publications, want 1 (2 at most)", n)
-	}
-	if got := c.names(); got != "a.x,a.y,b.x,b.y,c.x,c.y,d.x,d.y,e.x,e.y" {
-		t.Errorf("list = %s", got)
-	}
-	// A publication that changes nothing visible costs nothing.
-	reg.Remove("ghost", "never existed")
-	if n := c.notifications(500 * time.Millisecond); n != 0 {
-		t.Errorf("%d notifications for an invisible change", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		reg := registry.New(registry.Config{})
+		s := newServer(t, reg, func(c *Config) { c.Debounce = 300 * time.Millisecond })
+		c := serveMem(t, s, Filter{})
+		if n := c.settled(time.Second); n != 0 {
+			t.Fatalf("%d notifications before any change", n)
+		}
+		// Five publications 50 ms apart: far enough apart that the go-sdk
+		// (which merges what lands within 10 ms) would announce each one,
+		// and all within the server's debounce.
+		for _, name := range []string{"a", "b", "c", "d", "e"} {
+			put(t, reg, spec(name, "1.0.0", &memBackend{version: "1.0.0"}, nil, "x", "y"))
+			time.Sleep(50 * time.Millisecond)
+		}
+		// One resync for the burst, and one notification for it: the
+		// resync's AddTool calls all land at the same instant of the
+		// bubble's clock, which the go-sdk merges.
+		if n := c.settled(time.Second); n != 1 {
+			t.Errorf("%d notifications for one burst of 5 publications, want 1", n)
+		}
+		if got := c.names(); got != "a.x,a.y,b.x,b.y,c.x,c.y,d.x,d.y,e.x,e.y" {
+			t.Errorf("list = %s", got)
+		}
+		// A publication that changes nothing visible costs nothing.
+		reg.Remove("ghost", "never existed")
+		if n := c.settled(time.Second); n != 0 {
+			t.Errorf("%d notifications for an invisible change", n)
+		}
+	})
 }
 
 func TestListInsideDebounceIsCurrent(t *testing.T) {
@@ -276,33 +290,42 @@ func TestListInsideDebounceIsCurrent(t *testing.T) {
 }
 
 func TestFilteredViews(t *testing.T) {
-	reg := registry.New(registry.Config{})
-	put(t, reg, spec("calc", "1.0.0", &memBackend{version: "1.0.0"}, []string{"math"}, "add", "sub"))
-	put(t, reg, spec("text", "1.0.0", &memBackend{version: "1.0.0"}, []string{"Text"}, "text"))
-	s := newServer(t, reg, nil)
-	math := serveMem(t, s, Filter{Tags: []string{"MATH"}})
-	ro := serveMem(t, s, Filter{ReadOnly: true})
-	bySkill := serveMem(t, s, Filter{Skills: []string{"text"}})
-	if got := math.names(); got != "calc.add,calc.sub" {
-		t.Errorf("tags=math: %s", got)
-	}
-	if got := ro.names(); got != "calc.add" {
-		t.Errorf("read_only: %s", got)
-	}
-	if got := bySkill.names(); got != "text.text" {
-		t.Errorf("skills=text: %s", got)
-	}
-	if _, err := math.call("text.text", nil); err == nil || !strings.Contains(err.Error(), "not offered on this endpoint") {
-		t.Errorf("call outside the filter: %v", err)
-	}
-	// A change to text is not math's business.
-	put(t, reg, spec("text", "1.1.0", &memBackend{version: "1.1.0"}, []string{"text"}, "text"))
-	if !bySkill.waitChanged(2 * time.Second) {
-		t.Error("skills=text got no list_changed")
-	}
-	if n := math.notifications(300 * time.Millisecond); n != 0 {
-		t.Errorf("tags=math got %d notifications for a change to text", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		reg := registry.New(registry.Config{})
+		put(t, reg, spec("calc", "1.0.0", &memBackend{version: "1.0.0"}, []string{"math"}, "add", "sub"))
+		put(t, reg, spec("text", "1.0.0", &memBackend{version: "1.0.0"}, []string{"Text"}, "text"))
+		s := newServer(t, reg, nil)
+		math := serveMem(t, s, Filter{Tags: []string{"MATH"}})
+		ro := serveMem(t, s, Filter{ReadOnly: true})
+		bySkill := serveMem(t, s, Filter{Skills: []string{"text"}})
+		if got := math.names(); got != "calc.add,calc.sub" {
+			t.Errorf("tags=math: %s", got)
+		}
+		if got := ro.names(); got != "calc.add" {
+			t.Errorf("read_only: %s", got)
+		}
+		if got := bySkill.names(); got != "text.text" {
+			t.Errorf("skills=text: %s", got)
+		}
+		if _, err := math.call("text.text", nil); err == nil || !strings.Contains(err.Error(), "not offered on this endpoint") {
+			t.Errorf("call outside the filter: %v", err)
+		}
+		for _, c := range []*memClient{math, ro, bySkill} {
+			c.settled(time.Second) // whatever the views' first sync sent
+		}
+		// A change to text is not math's business, nor read_only's (text
+		// has no read-only tool).
+		put(t, reg, spec("text", "1.1.0", &memBackend{version: "1.1.0"}, []string{"text"}, "text"))
+		if n := bySkill.settled(time.Second); n != 1 {
+			t.Errorf("skills=text got %d notifications for a change to text, want 1", n)
+		}
+		if n := math.settled(0); n != 0 {
+			t.Errorf("tags=math got %d notifications for a change to text", n)
+		}
+		if n := ro.settled(0); n != 0 {
+			t.Errorf("read_only got %d notifications for a change to text", n)
+		}
+	})
 }
 
 func TestShowUnavailable(t *testing.T) {

@@ -148,10 +148,11 @@ func (m *Metrics) ObserveCall(tool string, code registry.Code, d time.Duration) 
 // Calls is the number of calls observed so far, whatever their outcome.
 func (m *Metrics) Calls() uint64 { return m.total.Load() }
 
-// ObserveEvent is fed every lifecycle event.
+// ObserveEvent is fed every lifecycle event. A restart is counted from the
+// event's Restart field, never from its Reason, which is worded for people.
 func (m *Metrics) ObserveEvent(e loader.Event) {
 	m.lifecycle.WithLabelValues(string(e.State)).Inc()
-	if e.State == loader.StateActive && e.Reason == "restarted after a crash" {
+	if e.State == loader.StateActive && e.Restart {
 		m.restarts.WithLabelValues(e.Skill).Inc()
 	}
 }

@@ -360,16 +360,61 @@ func TestEventsAndMetrics(t *testing.T) {
 	for !(seen["lifecycle 1.1.0 active"] && seen["registry 1.1.0 put"] && seen["lifecycle 1.0.0 stopped"]) {
 		select {
 		case e := <-evs:
-			var ev struct{ Type, Version, State string }
+			var ev sseEvent
 			json.Unmarshal([]byte(e[1]), &ev)
 			seen[ev.Type+" "+ev.Version+" "+ev.State] = true
 		case <-deadline:
 			t.Fatalf("swap events not seen: %v", seen)
 		}
 	}
+	// awaitEvent reads the stream until an event satisfies ok: the signal
+	// that the host acted, rather than a guess at how long it takes.
+	awaitEvent := func(what string, ok func(ev sseEvent) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case e, open := <-evs:
+				if !open {
+					t.Fatalf("event stream ended before %s", what)
+				}
+				var ev sseEvent
+				json.Unmarshal([]byte(e[1]), &ev)
+				if ok(ev) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no event for %s within 10s\n%s", what, d.Logs())
+			}
+		}
+	}
+
+	// A version folder that is not valid: counted once as a scan error.
+	stage := filepath.Join(tree, ".staging", "broken")
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, "manifest.json"), []byte(`{"manifest_version": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(stage, filepath.Join(tree, "svc", "0.9.0")); err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent("svc@0.9.0 found invalid", func(ev sseEvent) bool {
+		return ev.Type == "lifecycle" && ev.Version == "0.9.0" && ev.State == "invalid"
+	})
+
+	// A crash of the serving version: it is restarted, and the restart is
+	// marked as such on its active event.
+	code, body := d.Do(t, "POST", "/v1/tools/svc.crash/invoke", `{"arguments":{}}`)
+	wantError(t, "crash", code, body, 502, "skill_crashed")
+	awaitEvent("svc@1.1.0 restarted after the crash", func(ev sseEvent) bool {
+		return ev.Type == "lifecycle" && ev.Version == "1.1.0" && ev.State == "active" && ev.Restart
+	})
+
 	d.Do(t, "POST", "/v1/tools/svc.echo/invoke", `{"arguments":{}}`)
 	d.Do(t, "POST", "/v1/tools/svc.fail/invoke", `{"arguments":{}}`)
-	code, body := d.Do(t, "GET", "/metrics", nil)
+	code, body = d.Do(t, "GET", "/metrics", nil)
 	if code != 200 {
 		t.Fatalf("metrics %d", code)
 	}
@@ -378,10 +423,13 @@ func TestEventsAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("metrics do not parse: %v", err)
 	}
-	count := func(fam string, labels map[string]string) float64 {
+	// value reads a sample and says whether it is there: a counter with no
+	// sample for the labels is absent, never 0, so no check passes on a
+	// metric the host does not export.
+	value := func(fam string, labels map[string]string) (float64, bool) {
 		f, ok := fams[fam]
 		if !ok {
-			return -1
+			return 0, false
 		}
 	next:
 		for _, m := range f.Metric {
@@ -398,36 +446,46 @@ func TestEventsAndMetrics(t *testing.T) {
 			}
 			switch {
 			case m.Counter != nil:
-				return m.Counter.GetValue()
+				return m.Counter.GetValue(), true
 			case m.Gauge != nil:
-				return m.Gauge.GetValue()
+				return m.Gauge.GetValue(), true
 			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
+				return float64(m.Histogram.GetSampleCount()), true
 			}
 		}
-		return 0
+		return 0, false
 	}
 	checks := []struct {
-		fam    string
-		labels map[string]string
-		min    float64
+		fam      string
+		labels   map[string]string
+		min, max float64
 	}{
-		{"skillhost_calls_total", map[string]string{"tool": "svc.echo", "outcome": "ok"}, 1},
-		{"skillhost_calls_total", map[string]string{"tool": "svc.fail", "outcome": "tool_error"}, 1},
-		{"skillhost_call_duration_seconds", map[string]string{"tool": "svc.echo"}, 1},
-		{"skillhost_swaps_total", nil, 2},
-		{"skillhost_swap_duration_seconds", nil, 2},
-		{"skillhost_instances", map[string]string{"state": "active"}, 1},
-		{"skillhost_registry_tools", nil, 7},
-		{"skillhost_in_flight_calls", map[string]string{"skill": "svc"}, 0},
-		{"skillhost_restarts_total", nil, -1},
-		{"skillhost_scan_errors_total", nil, 0},
+		{"skillhost_calls_total", map[string]string{"tool": "svc.echo", "outcome": "ok"}, 1, 1},
+		{"skillhost_calls_total", map[string]string{"tool": "svc.fail", "outcome": "tool_error"}, 1, 1},
+		{"skillhost_calls_total", map[string]string{"tool": "svc.crash", "outcome": "skill_crashed"}, 1, 1},
+		{"skillhost_call_duration_seconds", map[string]string{"tool": "svc.echo"}, 1, 1},
+		{"skillhost_swaps_total", nil, 3, 3}, // 1.0.0, 1.1.0, and 1.1.0 again after the crash
+		{"skillhost_swap_duration_seconds", nil, 3, 3},
+		{"skillhost_instances", map[string]string{"state": "active"}, 1, 1},
+		{"skillhost_instances", map[string]string{"state": "invalid"}, 1, 1},
+		{"skillhost_registry_tools", nil, 7, 7},
+		{"skillhost_in_flight_calls", map[string]string{"skill": "svc"}, 0, 0},
+		{"skillhost_restarts_total", map[string]string{"skill": "svc"}, 1, 1},
+		{"skillhost_scan_errors_total", nil, 1, 1},
+		{"skillhost_lifecycle_events_total", map[string]string{"state": "crashed"}, 1, 1},
 	}
 	for _, c := range checks {
-		if got := count(c.fam, c.labels); got < c.min {
-			t.Errorf("%s%v = %v, want >= %v", c.fam, c.labels, got, c.min)
+		got, ok := value(c.fam, c.labels)
+		if !ok || got < c.min || got > c.max {
+			t.Errorf("%s%v = %v (present: %v), want %v..%v", c.fam, c.labels, got, ok, c.min, c.max)
 		}
 	}
+}
+
+// sseEvent is the data of a lifecycle or registry event on /v1/events.
+type sseEvent struct {
+	Type, Skill, Version, State string
+	Restart                     bool
 }
 
 func TestShutdownDrainsInFlight(t *testing.T) {

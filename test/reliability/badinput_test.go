@@ -198,11 +198,13 @@ func TestBadManifests(t *testing.T) {
 
 	// While serving: a stream of broken new versions of the good skill
 	// never displaces it.
+	want := map[string]badManifestCase{} // version folder -> the case it holds
 	for i, c := range cases {
 		if c.setup == nil || c.skill == "twins" {
 			continue
 		}
 		version := fmt.Sprintf("2.0.%d", i)
+		want[version] = c
 		dir := filepath.Join(t.TempDir(), version)
 		writeFile(t, filepath.Join(dir, "skill"), bin, 0o755)
 		writeFile(t, filepath.Join(dir, "manifest.json"), manifestFor("good", version, bin, nil), 0o644)
@@ -212,14 +214,22 @@ func TestBadManifests(t *testing.T) {
 		}
 		h.wantCall("good.echo", `{}`, 200, "")
 	}
-	time.Sleep(500 * time.Millisecond) // past the debounce: every new folder was scanned
-	s := h.skill("good")
+	// The watcher has seen every new folder once each is listed in the state
+	// its case leads to (a positive signal: no guess at the debounce).
+	s := h.waitSkill("good", 10*time.Second, "every broken 2.0.x listed as invalid or incomplete", func(s skillView) bool {
+		for version, c := range want {
+			if v, ok := s.version(version); !ok || v.State != c.state {
+				return false
+			}
+		}
+		return true
+	})
 	if s.Active != "1.0.0" {
 		t.Errorf("a broken version displaced the good one: active %q", s.Active)
 	}
-	for _, v := range s.Versions {
-		if v.Version != "1.0.0" && v.State != "invalid" && v.State != "incomplete" {
-			t.Errorf("good@%s: %s, want invalid or incomplete", v.Version, v.reason())
+	for version, c := range want {
+		if v, _ := s.version(version); !strings.Contains(v.reason(), c.says) {
+			t.Errorf("good@%s (%s): %s, want it to say %q", version, c.skill, v.reason(), c.says)
 		}
 	}
 	var resp struct{ Result struct{ Version string } }
