@@ -58,6 +58,9 @@ type File struct {
 	// Served is false for a file over MaxFileBytes: it is listed so a reader knows it exists,
 	// and never read.
 	Served bool `json:"served"`
+	// SHA256 is the hex digest of a served file's content as the load hashed it, so a client
+	// can verify what it is later handed (the MCP skills extension lists files with digests).
+	SHA256 string `json:"sha256,omitempty"`
 	// id is the file's identity (device, inode) at the walk; Open refuses a file that is no
 	// longer the same one.
 	id fileID
@@ -455,6 +458,7 @@ func (l *loadState) hash(root *os.Root) {
 			return
 		}
 		h.Write(sum[:])
+		f.SHA256 = hex.EncodeToString(sum[:])
 	}
 	l.s.Digest = hex.EncodeToString(h.Sum(nil))
 }

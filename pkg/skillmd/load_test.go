@@ -1,6 +1,8 @@
 package skillmd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +48,13 @@ func TestScanFixtures(t *testing.T) {
 		kinds[f.Path] = f.Kind
 		if !f.Served || f.Size == 0 {
 			t.Errorf("%s: served %v, size %d", f.Path, f.Served, f.Size)
+		}
+		data, err := pdf.ReadFile(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(data); f.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: sha256 %s does not match its content", f.Path, f.SHA256)
 		}
 	}
 	if kinds["SKILL.md"] != KindInstructions || kinds["scripts/fill_form.py"] != KindScript ||

@@ -177,7 +177,7 @@ func TestCaps(t *testing.T) {
 		sparse(t, filepath.Join(dir, "assets/big.ttf"), MaxFileBytes+1)
 		s := Load(dir, Unversioned)
 		f, ok := s.File("assets/big.ttf")
-		if s.Status != StatusValid || !ok || f.Served || f.Size != MaxFileBytes+1 {
+		if s.Status != StatusValid || !ok || f.Served || f.Size != MaxFileBytes+1 || f.SHA256 != "" {
 			t.Fatalf("status %s, file %+v (%v)", s.Status, f, ok)
 		}
 		if got := warningStrings(s); !slices.Equal(got, []string{"assets/big.ttf: warning: is 1048577 bytes, over the 1048576-byte limit of a served file; listed but not served"}) {
