@@ -5,7 +5,8 @@
 // It is the one place that decides whether such a folder may be offered to a model, and what
 // of it may be read. It parses and judges the front matter by the specification's rules,
 // reporting every problem at once with its file, line and field; it lists the folder's files
-// and hashes them into a digest the loader uses as the fingerprint for hot reload; and it opens
+// and hashes them into a digest that serves as the fingerprint for hot reload (a Cache keeps a
+// rescan to the files that changed); it summarises a skill for listings (Info); and it opens
 // a listed file for reading, never one outside the folder, behind a symlink out of it, hidden,
 // or over the size caps. It is as lenient as the specification asks clients to be (a name that
 // differs from its folder, an unknown field or an over-long description is a warning, not a
