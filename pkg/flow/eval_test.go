@@ -225,6 +225,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"participants":[{"name":"a","profile":"admin"}],"termination":{"any":[{"max_rounds":2}]}}`), false)
 	f.Add([]byte("participants: [{name: a, human: true}]\nstall: {action: human}"), true)
 	f.Add([]byte("participants: [{name: r, tool: s.t, arguments: {x: 'result.?y.orValue(1)'}}]"), true)
+	f.Add([]byte(`{"participants":[{"name":"a","profile":"admin","reply":{"function":"f","parameters":{"type":"object","properties":{"x":{"$ref":"#/$defs/y"}},"$defs":{"y":{"type":"string"}}}}}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, isYAML bool) {
 		format := "json"
 		if isYAML {
@@ -242,7 +243,68 @@ func FuzzParse(f *testing.F) {
 			if p.Kind() == KindTool {
 				_, _ = fl.ToolArguments(p.Name, State{})
 			}
+			if p.Reply != nil {
+				_ = p.Reply.Validate([]byte(`{"x": "y"}`))
+			}
 		}
 		_, _ = fl.ShouldStop(State{Round: 1})
 	})
+}
+
+func TestStallGuard(t *testing.T) {
+	g := mustParse(t, base+"stall: {window: 3}\n").Stall
+	call := Turn{Speaker: "runner", Tool: "coderunner.run_js", Arguments: `{"code":"x"}`}
+	for _, tc := range []struct {
+		name  string
+		turns []Turn
+		want  string
+	}{
+		{"one turn", []Turn{call}, ""},
+		{"same call", []Turn{call, {Speaker: "coder", Text: "fix"}, call}, StallRepeatedCall},
+		{"same call outside the window", []Turn{call, {Text: "a"}, {Text: "b"}, call}, ""},
+		{"other arguments", []Turn{call, {Speaker: "runner", Tool: "coderunner.run_js", Arguments: `{"code":"y"}`}}, ""},
+		{"same call by someone else", []Turn{call, {Speaker: "coder", Tool: call.Tool, Arguments: call.Arguments}}, ""},
+		{"same message", []Turn{{Speaker: "coder", Text: "done"}, {Speaker: "admin", Text: "done"}}, StallRepeatedMessage},
+		{"empty messages", []Turn{{Speaker: "a"}, {Speaker: "a"}}, ""},
+	} {
+		r, stalled := g.Check(tc.turns)
+		if r != tc.want || stalled != (tc.want != "") {
+			t.Errorf("%s: Check = %q, %v; want %q", tc.name, r, stalled, tc.want)
+		}
+	}
+	if _, stalled := (*StallGuard)(nil).Check([]Turn{call, call}); stalled {
+		t.Error("a flow without a stall guard stalled")
+	}
+}
+
+func TestReply(t *testing.T) {
+	f := mustParse(t, `
+participants:
+  - name: reviewer
+    profile: reviewer
+    reply:
+      function: review
+      parameters:
+        type: object
+        properties: {approved: {type: boolean}, note: {type: string}}
+        required: [approved]
+        additionalProperties: false
+`)
+	p, _ := f.Participant("reviewer")
+	if p.Reply.MaxAttempts != DefaultMaxAttempts {
+		t.Errorf("max_attempts = %d", p.Reply.MaxAttempts)
+	}
+	if err := p.Reply.Validate([]byte(`{"approved": true, "note": "fine"}`)); err != nil {
+		t.Errorf("valid arguments: %v", err)
+	}
+	for args, want := range map[string]string{
+		`{"note": "x"}`:                  "missing properties: 'approved'",
+		`{"approved": "yes"}`:            "expected boolean, but got string",
+		`{"approved": true, "extra": 1}`: "additionalProperties 'extra' not allowed",
+		`{"approved": true`:              "arguments of review are not JSON",
+	} {
+		if err := p.Reply.Validate([]byte(args)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate(%s) = %v; want %q", args, err, want)
+		}
+	}
 }

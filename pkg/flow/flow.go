@@ -82,6 +82,8 @@ type Participant struct {
 	Arguments map[string]string `json:"arguments,omitempty"`
 	// Human marks the person taking part; a flow has at most one.
 	Human bool `json:"human,omitempty"`
+	// Reply, for an agent, is the function it must answer with.
+	Reply *Reply `json:"reply,omitempty"`
 	// Context is what this participant is shown of the conversation.
 	Context ContextPolicy `json:"context,omitzero"`
 

@@ -143,6 +143,13 @@ func TestParseErrors(t *testing.T) {
 		{"termination negative duration", base + "termination: {time_limit: -1m}\n", []string{"termination.time_limit: must be a positive duration, not -1m0s"}},
 		{"termination deep", base + "termination: " + strings.Repeat("{any: [", 20) + "{max_rounds: 1}" + strings.Repeat("]}", 20) + "\n", []string{"any/all nest deeper than 16 levels"}},
 		{"handoff without human", "participants: [{name: a, profile: admin}]\ntermination: {handoff_to_human: true}", []string{"termination.handoff_to_human: handoff_to_human needs a human participant"}},
+		{"reply on a tool agent", "participants: [{name: r, tool: s.t, arguments: {x: text}, reply: {function: f, parameters: {type: object}}}]", []string{"participants[0].reply: only an agent participant"}},
+		{"reply function name", "participants: [{name: a, profile: admin, reply: {function: Review, parameters: {type: object}}}]", []string{`participants[0].reply.function: "Review" must be lowercase`}},
+		{"reply without parameters", "participants: [{name: a, profile: admin, reply: {function: review}}]", []string{"participants[0].reply.parameters: give the JSON Schema"}},
+		{"reply not an object", "participants: [{name: a, profile: admin, reply: {function: review, parameters: {type: string}}}]", []string{`participants[0].reply.parameters: must be a JSON Schema with "type": "object"`}},
+		{"reply bad schema", "participants: [{name: a, profile: admin, reply: {function: review, parameters: {type: object, properties: {ok: {type: 5}}}}}]", []string{"participants[0].reply.parameters: jsonschema skillhost:///reply.json compilation failed: '/properties/ok/type' does not validate"}},
+		{"reply external ref", "participants: [{name: a, profile: admin, reply: {function: review, parameters: {type: object, $ref: 'file:///etc/passwd'}}}]", []string{"participants[0].reply.parameters", "a reply schema may not load anything"}},
+		{"reply attempts", "participants: [{name: a, profile: admin, reply: {function: review, parameters: {type: object}, max_attempts: 0.5}}]", []string{"cannot unmarshal number 0.5"}},
 		{"stall window", base + "stall: {window: 1}\n", []string{"stall.window: must be from 2 to 100, not 1"}},
 		{"stall action", base + "stall: {action: panic}\n", []string{`stall.action: must be stop or human, not "panic"`}},
 		{"stall to a missing human", "participants: [{name: a, profile: admin}]\nstall: {action: human}", []string{"stall.action: action human needs a human participant"}},
@@ -350,6 +357,10 @@ func TestExamples(t *testing.T) {
 	}
 
 	f, _ := set.Get("code-interpreter")
+	reviewer, _ := f.Participant("reviewer")
+	if err := reviewer.Reply.Validate([]byte(`{"code_present": true, "logic_correct": true, "safe_to_run": true}`)); err == nil || !strings.Contains(err.Error(), "'approved'") {
+		t.Errorf("a review without approved: %v", err)
+	}
 	code := "```js\nlet a = 0, b = 1;\nfor (let i = 0; i < 39; i++) [a, b] = [b, a + b];\nconsole.log(a);\n```"
 	lastBy := map[string]string{}
 	turn := func(round int, sender, text string, result map[string]any) State {

@@ -22,7 +22,8 @@ type Condition struct {
 }
 
 // Stop reasons of the conditions, as [Flow.ShouldStop] reports them. The
-// run engine adds its own (stopped, stalled, selector_failed, no_next_hop).
+// run engine adds its own (stopped, stalled, selector_failed, reply_failed,
+// no_next_hop).
 const (
 	ReasonMaxRounds      = "max_rounds"
 	ReasonTextMention    = "text_mention"

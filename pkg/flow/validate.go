@@ -130,6 +130,9 @@ func (v *validator) flow(f *Flow, profiles ProfileSet) {
 			}
 		}
 		v.context(at+".context", &p.Context, f)
+		if p.Reply != nil {
+			v.reply(at+".reply", p)
+		}
 	}
 
 	if f.Start == "" && len(f.Participants) > 0 && f.Participants[0] != nil {
