@@ -308,3 +308,18 @@ participants:
 		}
 	}
 }
+
+// BenchmarkNextCandidates is one graph step of the example flow: the two
+// CEL conditions on the runner's edges.
+func BenchmarkNextCandidates(b *testing.B) {
+	f, err := Load("../../examples/flows/code-interpreter.yaml", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := State{Round: 6, Sender: "runner", Text: "63245986", Result: map[string]any{"ok": true, "stdout": "63245986\n"}}
+	for b.Loop() {
+		if next, err := f.NextCandidates(s); err != nil || next[0] != "admin" {
+			b.Fatal(next, err)
+		}
+	}
+}

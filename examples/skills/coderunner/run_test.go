@@ -27,6 +27,14 @@ console.log(` + "`The 39th Fibonacci number is ${fibonacci(39)}`" + `);
 fib(39) === fibonacci(39) ? { n: 39, value: fib(39) } : "mismatch";
 ` + "```\n\nRun it and tell me the result."
 
+// newRunner is NewRunner whose last resort fails the test instead of
+// ending the test binary.
+func newRunner(t testing.TB, l Limits) *Runner {
+	r := NewRunner(l)
+	r.abort = func(reason string) { t.Errorf("the watchdog's last resort: %s", reason) }
+	return r
+}
+
 func run(t *testing.T, r *Runner, in runIn) runOut {
 	t.Helper()
 	out, err := r.Run(context.Background(), in)
@@ -37,7 +45,7 @@ func run(t *testing.T, r *Runner, in runIn) runOut {
 }
 
 func TestFibonacci(t *testing.T) {
-	out := run(t, NewRunner(Limits{}), runIn{Code: fibonacci})
+	out := run(t, newRunner(t, Limits{}), runIn{Code: fibonacci})
 	if !out.OK || out.Error != nil {
 		t.Fatalf("run = %+v", out)
 	}
@@ -51,7 +59,7 @@ func TestFibonacci(t *testing.T) {
 }
 
 func TestScriptErrors(t *testing.T) {
-	r := NewRunner(Limits{DefaultTimeout: 200 * time.Millisecond, MaxOutputBytes: 1000, MaxCallDepth: 500})
+	r := newRunner(t, Limits{DefaultTimeout: 200 * time.Millisecond, MaxOutputBytes: 1000, MaxCallDepth: 500})
 	for _, tc := range []struct {
 		name, code, wantCode, wantMsg, wantStdout string
 	}{
@@ -83,7 +91,7 @@ func TestScriptErrors(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
-	r := NewRunner(Limits{MaxOutputBytes: 4096})
+	r := newRunner(t, Limits{MaxOutputBytes: 4096})
 	out := run(t, r, runIn{Code: "while (true) console.log('x'.repeat(100))"})
 	if out.Error == nil || out.Error.Code != CodeOutputLimit || !out.StdoutTruncated || len(out.Stdout) != 4096 {
 		t.Fatalf("stdout %d bytes, truncated=%v, error %+v", len(out.Stdout), out.StdoutTruncated, out.Error)
@@ -97,7 +105,7 @@ func TestMemoryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates about 64 MiB")
 	}
-	r := NewRunner(Limits{MaxHeapBytes: 64 << 20, DefaultTimeout: 10 * time.Second})
+	r := newRunner(t, Limits{MaxHeapBytes: 64 << 20, DefaultTimeout: 10 * time.Second})
 	out := run(t, r, runIn{Code: "const keep = []; for (let i = 0; ; i++) keep.push('x'.repeat(100000) + i)"})
 	if out.Error == nil || out.Error.Code != CodeMemoryLimit || !strings.Contains(out.Error.Message, "over the limit of 64 MiB") {
 		t.Fatalf("run = %+v", out.Error)
@@ -105,7 +113,7 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestDisplayAndResult(t *testing.T) {
-	r := NewRunner(Limits{})
+	r := newRunner(t, Limits{})
 	out := run(t, r, runIn{Code: "console.log(1, 'two', [3], {four: 4}, null, undefined, new Error('five'), function six() {}, () => 7, 2n ** 70n); Symbol('s')"})
 	if want := "1 two [3] {\"four\":4} null undefined Error: five [Function: six] [Function (anonymous)] 1180591620717411303424\n"; out.Stdout != want {
 		t.Errorf("stdout = %q, want %q", out.Stdout, want)
@@ -125,7 +133,7 @@ func TestDisplayAndResult(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
-	r := NewRunner(Limits{})
+	r := newRunner(t, Limits{})
 	for _, tc := range []struct {
 		in       runIn
 		wantCode string
@@ -144,7 +152,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	r := NewRunner(Limits{})
+	r := newRunner(t, Limits{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := r.Run(ctx, runIn{Code: "for (;;) {}"}); !errors.Is(err, context.DeadlineExceeded) {
@@ -164,6 +172,17 @@ func TestExtractCode(t *testing.T) {
 		got, err := extractCode(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("extractCode(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkFibonacci is one run_js call of the coder's program, in-process:
+// a fresh runtime, the watchdog, the run and the JSON result.
+func BenchmarkFibonacci(b *testing.B) {
+	r := newRunner(b, Limits{})
+	for b.Loop() {
+		if out, err := r.Run(context.Background(), runIn{Code: fibonacci}); err != nil || !out.OK {
+			b.Fatal(out, err)
 		}
 	}
 }
