@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -160,6 +161,12 @@ func (r *Runner) Run(ctx context.Context, in runIn) (runOut, error) {
 }
 
 func (r *Runner) run(ctx context.Context, prog *goja.Program, timeout time.Duration) (runOut, error) {
+	// The script before may have left its garbage behind (all of it, when
+	// it was stopped at the heap limit); the watchdog must not charge it to
+	// this one.
+	if heapBytes() > r.limits.MaxHeapBytes/2 {
+		runtime.GC()
+	}
 	vm := goja.New()
 	vm.SetMaxCallStackSize(r.limits.MaxCallDepth)
 	out, err := newOutput(vm, r.limits.MaxOutputBytes)
@@ -219,7 +226,6 @@ func (r *Runner) watch(ctx context.Context, vm *goja.Runtime, timeout time.Durat
 	defer deadline.Stop()
 	tick := time.NewTicker(r.limits.WatchEvery)
 	defer tick.Stop()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	var interruptedAt time.Time // zero until the VM was asked to stop
 	interrupt := func(v any) {
 		if interruptedAt.IsZero() {
@@ -238,8 +244,7 @@ func (r *Runner) watch(ctx context.Context, vm *goja.Runtime, timeout time.Durat
 		case <-deadline.C:
 			interrupt(&runError{CodeTimeout, fmt.Sprintf("the script ran longer than %v and was stopped", timeout)})
 		case <-tick.C:
-			metrics.Read(sample)
-			heap := sample[0].Value.Uint64()
+			heap := heapBytes()
 			switch {
 			case heap > r.limits.HardHeapBytes:
 				r.abort(fmt.Sprintf("the heap reached %d MiB, past the hard limit of %d MiB, inside a built-in function the interrupt cannot stop", heap>>20, r.limits.HardHeapBytes>>20))
@@ -252,6 +257,14 @@ func (r *Runner) watch(ctx context.Context, vm *goja.Runtime, timeout time.Durat
 			}
 		}
 	}
+}
+
+// heapBytes is the Go heap in use, live objects and those not yet swept.
+// Reading it does not stop the world.
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // install gives vm its console and the guards on built-ins that build a
