@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the example skills under examples/skills/ (all, or the NAMEs given)
+# Builds the example skills under examples/skills/ (all, or the NAMEs given:
+# calc, coderunner, policy, textkit)
 # and installs each into a skills tree as DIR/<name>/<version>/ holding the
 # binary and its manifest.json (the binary's --manifest skeleton plus the
 # binary's sha256).
