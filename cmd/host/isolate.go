@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/proc"
 )
 
 // skillUserFlag adds --skill-user to a command that runs skills.
@@ -38,8 +38,8 @@ func skillProcsFlag(fs *flag.FlagSet, dst *int, prefix string) {
 // gets a warning: the loader withholds the capabilities that would read
 // the host's memory (ptrace and the like), but a root skill can still write
 // root's files.
-func isolateSkills(log hclog.Logger, skillUser string) (*loader.SkillUser, error) {
-	if err := hardenProcess(); err != nil {
+func isolateSkills(log hclog.Logger, skillUser string) (*proc.SkillUser, error) {
+	if err := proc.Harden(); err != nil {
 		log.Warn("cannot make the host non-dumpable; skills running as its user can read its environment", "error", err)
 	}
 	if skillUser == "" {
@@ -48,7 +48,7 @@ func isolateSkills(log hclog.Logger, skillUser string) (*loader.SkillUser, error
 		}
 		return nil, nil
 	}
-	u, err := loader.LookupSkillUser(skillUser)
+	u, err := proc.LookupSkillUser(skillUser)
 	if err != nil {
 		return nil, err
 	}

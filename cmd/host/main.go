@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/skillhost/skillhost/pkg/proc"
 )
 
 // Exit codes, so scripts can tell failures apart.
@@ -44,21 +46,11 @@ func commands() []command {
 	}
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// reaperCommand is the argv of the watchdog that kills the skills if the
-// host dies without stopping them (loader.Config.Reaper): this very binary,
-// by /proc/self/exe where it exists, which works even after the file was
-// replaced by an upgrade. pkg/loader turns it into the watchdog before main
-// runs; the argument only names it in ps.
-func reaperCommand() []string {
-	exe := "/proc/self/exe"
-	if _, err := os.Stat(exe); err != nil {
-		if exe, err = os.Executable(); err != nil {
-			return nil // no watchdog; the parent-death signal still applies
-		}
-	}
-	return []string{exe, "__skill-reaper"}
+func main() {
+	// First: a host starts this binary again as its skills' watchdog
+	// (proc.ReaperCommand), and that process must run nothing else.
+	proc.MaybeRunReaper()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

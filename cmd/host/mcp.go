@@ -21,6 +21,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/mcp"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -172,7 +173,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 	ld, err := loader.New(loader.Config{
 		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
-		SkillGOMAXPROCS: f.skillProcs, Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(), Subreaper: true,
+		SkillGOMAXPROCS: f.skillProcs, Watch: true, Debounce: f.debounce, State: state, Reaper: proc.ReaperCommand(), Subreaper: true,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)

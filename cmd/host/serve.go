@@ -21,6 +21,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/metrics"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -203,7 +204,7 @@ func serve(f serveFlags, log hclog.Logger) error {
 		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
 		Watch: f.watch, Debounce: f.debounce, Resync: f.resync, MaxParallelStarts: f.maxStarts, SkillGOMAXPROCS: f.skillProcs,
 		State: state, DigestCache: filepath.Join(f.stateDir, loader.DigestCacheFileName),
-		OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: reaperCommand(), Subreaper: true,
+		OnSwap: m.ObserveSwap, OnScan: m.ObserveScan, Reaper: proc.ReaperCommand(), Subreaper: true,
 		OnEvent: func(e loader.Event) {
 			m.ObserveEvent(e)
 			bus.Publish(events.Event{Type: e.Type, Skill: e.Skill, Version: e.Version, State: string(e.State), From: string(e.From),

@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package proc
 
 import (
 	"os"
@@ -31,17 +31,17 @@ func stubborn(t *testing.T) *exec.Cmd {
 }
 
 func TestReaper(t *testing.T) {
-	watchdog := []string{os.Args[0], "__skill-reaper"} // this test binary; the loader's init makes it the watchdog
+	watchdog := []string{os.Args[0], "__skill-reaper"} // this test binary; TestMain makes it the watchdog
 	victim, escapedPID := victimGroup(t)
 	released, spared := stubborn(t), stubborn(t)
 
-	r, err := startReaper(watchdog)
+	r, err := StartReaper(watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.track(victim.Process.Pid)
-	r.track(released.Process.Pid)
-	r.untrack(released.Process.Pid) // stopped by the host: a reused id must not be killed
+	r.Track(victim.Process.Pid)
+	r.Track(released.Process.Pid)
+	r.Untrack(released.Process.Pid) // stopped by the host: a reused id must not be killed
 	// The host dies: its end of the pipe closes without "bye".
 	r.w.Close()
 	r.cmd.Wait()
@@ -56,13 +56,13 @@ func TestReaper(t *testing.T) {
 	}
 
 	// A clean stop says bye: nothing is killed.
-	r2, err := startReaper(watchdog)
+	r2, err := StartReaper(watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2.track(spared.Process.Pid)
-	r2.close()
-	r2.close() // safe twice
+	r2.Track(spared.Process.Pid)
+	r2.Close()
+	r2.Close() // safe twice
 	time.Sleep(200 * time.Millisecond)
 	if !testenv.Alive(spared.Process.Pid) {
 		t.Fatal("the watchdog killed a group after a clean stop")
