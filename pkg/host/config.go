@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillhost/skillhost/pkg/agent"
 	"github.com/skillhost/skillhost/pkg/api"
+	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/registry/embed"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	// pin) that persist across restarts. Default: decisions last as long as
 	// the host.
 	StateDir string
+	// State, when set, keeps the operator decisions in place of StateDir's
+	// file: the seam for a store shared by several hosts.
+	State loader.StateStore
 	// DigestCache is a file that keeps the entrypoints' digests across
 	// restarts (loader.Config.DigestCache). Default: memory only.
 	DigestCache string

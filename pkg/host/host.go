@@ -108,8 +108,8 @@ func New(cfg Config) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	state := loader.NewStateStore()
-	if cfg.StateDir != "" {
+	state := cfg.State
+	if state == nil && cfg.StateDir != "" {
 		s, warning, err := loader.OpenStateStore(cfg.StateDir)
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/api"
+	"github.com/skillhost/skillhost/pkg/loader"
 )
 
 var testSkillBin string
@@ -327,5 +328,70 @@ func TestRunReportsAFailedFirstScan(t *testing.T) {
 	}
 	if err := h.Run(context.Background()); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("Run = %v, want the missing tree named", err)
+	}
+}
+
+// sharedState is a StateStore of the test's own, as a fleet's would be.
+type sharedState struct {
+	mu        sync.Mutex // guards decisions
+	decisions map[string]loader.Decision
+}
+
+func (s *sharedState) Get(skill string) (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.decisions[skill]
+	return d.Disabled, d.Pin
+}
+
+func (s *sharedState) Update(skill string, fn func(*loader.Decision)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.decisions[skill]
+	fn(&d)
+	s.decisions[skill] = d
+	return nil
+}
+
+// TestStateStoreIsTheOperatorsWord runs a host over a store of the test's
+// own: a skill it says is disabled does not serve, and enabling it over
+// the API goes through the store.
+func TestStateStoreIsTheOperatorsWord(t *testing.T) {
+	root := t.TempDir()
+	if _, err := testenv.Install(root, testenv.Version{Skill: "alpha", Version: "1.0.0", Binary: testSkillBin}); err != nil {
+		t.Fatal(err)
+	}
+	state := &sharedState{decisions: map[string]loader.Decision{"alpha": {Disabled: true}}}
+	h, err := New(Config{Skills: root, Listen: "127.0.0.1:0", State: state, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	<-h.Ready()
+	base := "http://" + h.Addr().String()
+	if code, body := get(t, base+"/v1/tools/alpha.echo"); code != http.StatusNotFound {
+		t.Fatalf("a skill the store disables is served: %d %s", code, body)
+	}
+	resp, err := http.Post(base+"/v1/skills/alpha/enable", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("enable: %d", resp.StatusCode)
+	}
+	if disabled, _ := state.Get("alpha"); disabled {
+		t.Error("enable did not reach the store")
+	}
+	if code, body := get(t, base+"/v1/tools/alpha.echo"); code != 200 {
+		t.Errorf("alpha after enable: %d %s", code, body)
 	}
 }

@@ -95,8 +95,9 @@ type Config struct {
 	RestartBackoffMax time.Duration
 	RestartResetAfter time.Duration
 
-	// State persists operator decisions (disable, pin). May be nil.
-	State *StateStore
+	// State keeps operator decisions (disable, pin). Default: a
+	// LocalStateStore in memory.
+	State StateStore
 	// DigestCache is a file that keeps the entrypoints' digests across
 	// restarts (see manifest.HashCache), so a host restarting over an
 	// unchanged tree reads each binary once, when it copies it to run,
