@@ -45,9 +45,12 @@ type Starter interface{ Start() error }
 // only real work holds a stop up.
 type Drainer interface{ Drain() }
 
-// Faces may also be io.Closers: Close runs once the HTTP server has stopped,
-// before the skills are drained, and its error is logged.
-var _ io.Closer = (*mcpFace)(nil)
+// A Face may also be an io.Closer: Close runs once the HTTP server has
+// stopped, before the skills are drained, and its error is logged.
+var (
+	_ Drainer   = (*mcpFace)(nil)
+	_ io.Closer = (*mcpFace)(nil)
+)
 
 // Mount is what a face may use of the host.
 type Mount struct {
