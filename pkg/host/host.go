@@ -382,11 +382,20 @@ func (h *Host) shutdown() {
 	// kill), which is what a service manager's stop timeout is sized for.
 	deadline, cancel := context.WithTimeout(h.force, h.cfg.Grace)
 	defer cancel()
+	forced := false
 	if h.srv != nil {
 		if !started {
 			h.ln.Close() // Serve never took it
 		}
-		if err := h.srv.Shutdown(deadline); err != nil {
+		err := h.srv.Shutdown(deadline)
+		switch {
+		case errors.Is(err, context.Canceled):
+			// Forced: the requests still open are mostly calls waiting on
+			// skills. They get their answer (skill_unavailable) when the
+			// loader stops the skills below, so the connections stay
+			// until then.
+			forced = true
+		case err != nil:
 			h.log.Warn("http shutdown", "error", err)
 			h.srv.Close()
 		}
@@ -402,6 +411,13 @@ func (h *Host) shutdown() {
 		h.rr.Close()
 	}
 	h.ld.Close(deadline)
+	if forced {
+		// A moment for those answers to be written, then the rest goes.
+		wait, cancel := context.WithTimeout(context.Background(), time.Second)
+		h.srv.Shutdown(wait)
+		cancel()
+		h.srv.Close()
+	}
 	h.bg.Wait()
 	h.mu.Lock()
 	written := h.addrWritten

@@ -118,13 +118,10 @@ func TestFailedNewLeavesNothing(t *testing.T) {
 	again.Close()
 }
 
-// recordingFace is a face that records what the host calls, and serves a
-// route that waits until it is released or its request ends.
+// recordingFace is a face that records what the host calls.
 type recordingFace struct {
-	mu      sync.Mutex // guards calls
-	calls   []string
-	release chan struct{}
-	entered chan struct{} // a request reached the slow route
+	mu    sync.Mutex // guards calls
+	calls []string
 }
 
 func (f *recordingFace) record(s string) {
@@ -138,13 +135,6 @@ func (f *recordingFace) Mount(m *Mount) error {
 	f.record("mount")
 	m.Handle("GET /v1/recorder", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "recorded")
-	}))
-	m.Handle("GET /v1/recorder/slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(f.entered)
-		select {
-		case <-f.release:
-		case <-r.Context().Done():
-		}
 	}))
 	return nil
 }
@@ -181,7 +171,7 @@ func TestHostServesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	addrFile := filepath.Join(t.TempDir(), "addr")
-	face := &recordingFace{release: make(chan struct{}), entered: make(chan struct{})}
+	face := &recordingFace{}
 	h, err := New(Config{
 		Skills: root, Listen: "127.0.0.1:0", AddrFile: addrFile, StateDir: t.TempDir(), Grace: 5 * time.Second,
 		MCP: &MCPConfig{}, Agent: &AgentConfig{}, Console: true, Faces: []Face{face},
@@ -255,35 +245,48 @@ func TestHostServesAndStops(t *testing.T) {
 	}
 }
 
-// TestShutdownIsForcedWhenItsContextEnds holds a request open with a grace
-// of a minute: a Shutdown whose context ends stops waiting for it, and a
-// first Shutdown still waiting is cut short by a second one's context.
+// TestShutdownIsForcedWhenItsContextEnds holds a tool call open with a
+// grace of a minute: a first Shutdown waits for it; a second one whose
+// context has ended forces the stop for both, and the caller still gets
+// an answer (the skill was stopped under it) rather than a cut connection.
 func TestShutdownIsForcedWhenItsContextEnds(t *testing.T) {
-	face := &recordingFace{release: make(chan struct{}), entered: make(chan struct{})}
-	h, err := New(Config{Skills: t.TempDir(), Listen: "127.0.0.1:0", Grace: time.Minute, Faces: []Face{face}})
+	root := t.TempDir()
+	if _, err := testenv.Install(root, testenv.Version{Skill: "alpha", Version: "1.0.0", Binary: testSkillBin}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Skills: root, Listen: "127.0.0.1:0", Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer close(face.release)
-	reqDone := make(chan struct{})
+	<-h.Ready()
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		defer close(reqDone)
-		if resp, err := http.Get("http://" + h.Addr().String() + "/v1/recorder/slow"); err == nil {
-			resp.Body.Close()
+		resp, err := http.Post("http://"+h.Addr().String()+"/v1/tools/alpha.sleep/invoke", "application/json",
+			strings.NewReader(`{"arguments":{"ms":60000}}`))
+		if err != nil {
+			answered <- answer{err: err}
+			return
 		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- answer{code: resp.StatusCode, body: string(b)}
 	}()
-	<-face.entered
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		st, _ := h.ld.Skill("alpha")
+		return len(st.Versions) > 0 && st.Versions[0].InFlight > 0
+	}) {
+		t.Fatal("the call never reached the skill")
+	}
 	first := make(chan error, 1)
 	go func() { first <- h.Shutdown(context.Background()) }()
-	// The first Shutdown waits for the request; nothing ends it but force.
-	select {
-	case err := <-first:
-		t.Fatalf("Shutdown returned with a request in flight and a minute of grace: %v", err)
-	case <-time.After(100 * time.Millisecond):
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	began := time.Now()
@@ -296,7 +299,9 @@ func TestShutdownIsForcedWhenItsContextEnds(t *testing.T) {
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("the forced stop took %v", took)
 	}
-	<-reqDone
+	if a := <-answered; a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(a.body, "skill_unavailable") {
+		t.Errorf("the call in flight got %d %s (%v), want a 503 skill_unavailable", a.code, a.body, a.err)
+	}
 }
 
 // TestRunStopsWhenItsContextEnds is Run's whole life over an empty tree.
