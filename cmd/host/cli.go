@@ -131,23 +131,33 @@ func firstLine(s string) string {
 	return s
 }
 
-var toolsQuery, toolsTags string
-var toolsLimit int
+// toolsFlags are the flags of one run of `host tools`.
+type toolsFlags struct {
+	toolsQuery, toolsTags string
+	toolsLimit            int
+}
 
-var runTools = cliCommand("tools", "[-q TEXT] [--tag T] [--limit N]", 0, 0, func(fs *flag.FlagSet) {
-	fs.StringVar(&toolsQuery, "q", "", "rank tools for this text")
-	fs.StringVar(&toolsTags, "tag", "", "only tools with this tag (comma-separated: any of them)")
-	fs.IntVar(&toolsLimit, "limit", 0, "at most this many tools")
-}, func(c *client, _ []string, out io.Writer) error {
+func runTools(args []string, stdout, stderr io.Writer) int {
+	var f toolsFlags
+	return cliCommand("tools", "[-q TEXT] [--tag T] [--limit N]", 0, 0, f.bind, f.list)(args, stdout, stderr)
+}
+
+func (f *toolsFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.toolsQuery, "q", "", "rank tools for this text")
+	fs.StringVar(&f.toolsTags, "tag", "", "only tools with this tag (comma-separated: any of them)")
+	fs.IntVar(&f.toolsLimit, "limit", 0, "at most this many tools")
+}
+
+func (f *toolsFlags) list(c *client, _ []string, out io.Writer) error {
 	v := url.Values{}
-	if toolsQuery != "" {
-		v.Set("q", toolsQuery)
+	if f.toolsQuery != "" {
+		v.Set("q", f.toolsQuery)
 	}
-	if toolsTags != "" {
-		v.Set("tags", toolsTags)
+	if f.toolsTags != "" {
+		v.Set("tags", f.toolsTags)
 	}
-	if toolsLimit > 0 {
-		v.Set("limit", fmt.Sprint(toolsLimit))
+	if f.toolsLimit > 0 {
+		v.Set("limit", fmt.Sprint(f.toolsLimit))
 	}
 	var body struct {
 		Tools []struct {
@@ -177,7 +187,7 @@ var runTools = cliCommand("tools", "[-q TEXT] [--tag T] [--limit N]", 0, 0, func
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, t.Version, score, strings.Join(t.Tags, ","), firstLine(t.Description))
 	}
 	return tw.Flush()
-})
+}
 
 var runCall = cliCommand("call", "NAME ['{json arguments}' | - to read them from stdin]", 1, 2, nil, func(c *client, args []string, out io.Writer) error {
 	argText := "{}"

@@ -32,7 +32,9 @@ func clientFlags(fs *flag.FlagSet) func() (*client, error) {
 	tokenFile := fs.String("token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "file with the bearer token (env SKILLHOST_TOKEN_FILE, or SKILLHOST_TOKEN for the token itself)")
 	asJSON := fs.Bool("json", false, "print the daemon's JSON instead of a table")
 	return func() (*client, error) {
-		c := &client{json: *asJSON, http: &http.Client{}}
+		c := &client{json: *asJSON}
+		c.base, c.http = daemonHTTP(*addr)
+		c.base = strings.TrimRight(c.base, "/")
 		c.token = os.Getenv("SKILLHOST_TOKEN")
 		if *tokenFile != "" {
 			t, err := api.ReadToken(*tokenFile)
@@ -41,20 +43,25 @@ func clientFlags(fs *flag.FlagSet) func() (*client, error) {
 			}
 			c.token = t
 		}
-		if path, ok := strings.CutPrefix(*addr, "unix:"); ok {
-			c.base = "http://unix"
-			c.http.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", path)
-			}}
-		} else {
-			c.base = strings.TrimRight(*addr, "/")
-			if !strings.Contains(c.base, "://") {
-				c.base = "http://" + c.base
-			}
-		}
 		return c, nil
 	}
+}
+
+// daemonHTTP turns a daemon address (http://host:port, host:port, or
+// unix:/path.sock) into the base URL of its API and the HTTP client that
+// reaches it: one that dials the socket for a unix: address.
+func daemonHTTP(addr string) (base string, hc *http.Client) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		return addr, &http.Client{}
+	}
+	return "http://unix", &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
 }
 
 // apiError is an error answer from the daemon. Body is the answer as sent,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/skillhost/skillhost/pkg/proc"
 )
 
 // Exit codes, so scripts can tell failures apart.
@@ -25,9 +28,18 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-func commands() []command {
+// process is what a command that runs a daemon gets from the caller: a
+// context whose end stops it (as a signal does), and whether the daemon may
+// change the process it runs in (host.Config.OwnsProcess), which only main
+// allows.
+type process struct {
+	ctx  context.Context
+	owns bool
+}
+
+func commands(p process) []command {
 	return []command{
-		{"serve", "run the daemon", runServe},
+		{"serve", "run the daemon", p.serve},
 		{"validate", "check a version folder, a skill folder or a whole tree", runValidate},
 		{"skills", "list skills and their versions' states", runSkills},
 		{"tools", "list or rank tools (-q TEXT, --tag T)", runTools},
@@ -40,28 +52,25 @@ func commands() []command {
 		{"events", "follow the lifecycle event stream", runEvents},
 		{"eval-prefilter", "measure the prefilter's recall on a tool catalog and queries", runEvalPrefilter},
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
-		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", runMCP},
+		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", p.mcp},
 	}
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// reaperCommand is the argv of the watchdog that kills the skills if the
-// host dies without stopping them (loader.Config.Reaper): this very binary,
-// by /proc/self/exe where it exists, which works even after the file was
-// replaced by an upgrade. pkg/loader turns it into the watchdog before main
-// runs; the argument only names it in ps.
-func reaperCommand() []string {
-	exe := "/proc/self/exe"
-	if _, err := os.Stat(exe); err != nil {
-		if exe, err = os.Executable(); err != nil {
-			return nil // no watchdog; the parent-death signal still applies
-		}
-	}
-	return []string{exe, "__skill-reaper"}
+func main() {
+	// First: a host starts this binary again as its skills' watchdog
+	// (proc.ReaperCommand), and that process must run nothing else.
+	proc.MaybeRunReaper()
+	os.Exit(dispatch(process{ctx: context.Background(), owns: true}, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run is the command line as a test runs it, in the test's own process:
+// a daemon it starts leaves the process as it found it (no watchdog, no
+// subreaper, still dumpable).
 func run(args []string, stdout, stderr io.Writer) int {
+	return dispatch(process{ctx: context.Background()}, args, stdout, stderr)
+}
+
+func dispatch(p process, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -69,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	for _, c := range commands() {
+	for _, c := range commands(p) {
 		if c.name == args[0] {
 			return c.run(args[1:], stdout, stderr)
 		}
@@ -81,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: host COMMAND [flags]\n\ncommands:")
-	for _, c := range commands() {
+	for _, c := range commands(process{}) {
 		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'host COMMAND -h' for a command's flags.")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,45 +18,23 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillhost/skillhost/pkg/api"
-	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/host"
 	"github.com/skillhost/skillhost/pkg/mcp"
-	"github.com/skillhost/skillhost/pkg/registry"
 )
 
-// The MCP face of `host serve`: streamable HTTP at /mcp, behind the same
-// token middleware as the rest of the API.
-
-var mcpServe struct {
-	enabled, showUnavailable bool
-}
-
-func init() {
-	mounts = append(mounts, mount{name: "mcp", flags: mcpServeFlags, setup: setupMCP})
-}
-
-func mcpServeFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&mcpServe.enabled, "mcp", true, "serve the MCP face (streamable HTTP) at /mcp")
-	fs.BoolVar(&mcpServe.showUnavailable, "mcp-show-unavailable", false, "list the tools of a skill restarting after a crash, marked unavailable, instead of leaving them out until it is back")
-}
-
-func setupMCP(d *daemon) error {
-	if !mcpServe.enabled {
-		return nil
+// mcpServeFlags adds the flags of host serve's MCP face (streamable HTTP at
+// /mcp, behind the same token check as the rest of the API) to fs, and
+// returns what turns them into its config: nil when --mcp=false.
+func mcpServeFlags(fs *flag.FlagSet) func() *host.MCPConfig {
+	var enabled, showUnavailable bool
+	fs.BoolVar(&enabled, "mcp", true, "serve the MCP face (streamable HTTP) at /mcp")
+	fs.BoolVar(&showUnavailable, "mcp-show-unavailable", false, "list the tools of a skill restarting after a crash, marked unavailable, instead of leaving them out until it is back")
+	return func() *host.MCPConfig {
+		if !enabled {
+			return nil
+		}
+		return &host.MCPConfig{ShowUnavailable: showUnavailable}
 	}
-	srv, err := mcp.New(mcp.Config{Registry: d.Registry, Logger: d.Log.Named("mcp"), ShowUnavailable: mcpServe.showUnavailable})
-	if err != nil {
-		return err
-	}
-	d.Server.Handle("/mcp", srv.Handler())
-	// The HTTP server's Shutdown waits for every request to end, and an MCP
-	// client's event stream never ends by itself: when shutdown starts the
-	// face ends those streams and refuses new sessions (tool calls in
-	// flight go on), so shutdown is held up only by real work. OnClose then
-	// closes the sessions.
-	d.OnShutdown = append(d.OnShutdown, srv.Drain)
-	d.OnClose = append(d.OnClose, func() { srv.Close() })
-	d.Log.Debug("MCP face mounted", "path", "/mcp")
-	return nil
 }
 
 // `host mcp`: one MCP session on stdin/stdout, for a client that launches
@@ -87,7 +64,7 @@ type mcpFlags struct {
 	logFormat, logLevel      string
 }
 
-func runMCP(args []string, stdout, stderr io.Writer) int {
+func (p process) mcp(args []string, stdout, stderr io.Writer) int {
 	var f mcpFlags
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -135,7 +112,7 @@ flags:
 	}
 	// A hangup is the session's terminal or client going away: stop as
 	// cleanly as on SIGTERM (drain, stop the skills), not die of it.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(p.ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// stdout belongs to the protocol; the SDK must not close the writer
 	// it was handed (a test's buffer, or the process's stdout).
@@ -143,60 +120,55 @@ flags:
 	if f.addr != "" {
 		return runMCPBridge(ctx, f, filter, log, transport)
 	}
-	return runMCPEmbedded(ctx, f, filter, log, transport)
+	return runMCPEmbedded(ctx, f, filter, log, transport, p.owns)
 }
 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
-	skillUser, err := isolateSkills(log, f.skillUser)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		return exitFailure
-	}
-	state := loader.NewStateStore()
-	if f.stateDir != "" {
-		s, warning, err := loader.OpenStateStore(f.stateDir)
-		if err != nil {
-			log.Error("cannot open the state folder", "error", err)
-			return exitFailure
-		}
-		if warning != "" {
-			log.Warn(warning)
-		}
-		state = s
-	}
-	reg := registry.New(registry.Config{})
-	ld, err := loader.New(loader.Config{
-		Skills: f.skills, Registry: reg, Logger: log, RunDir: f.runDir,
-		Grace: f.grace, StartTimeout: f.startTimeout, StrictModes: f.strictModes, SkillUser: skillUser,
-		SkillGOMAXPROCS: f.skillProcs, Watch: true, Debounce: f.debounce, State: state, Reaper: reaperCommand(), Subreaper: true,
+func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport, owns bool) int {
+	h, err := host.New(host.Config{
+		Skills: f.skills, Logger: log, StateDir: f.stateDir, RunDir: f.runDir,
+		Grace: f.grace, StartTimeout: f.startTimeout, Debounce: f.debounce, StrictModes: f.strictModes, Watch: true,
+		SkillUser: f.skillUser, SkillGOMAXPROCS: f.skillProcs, OwnsProcess: owns,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailure
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), f.grace)
-		defer cancel()
-		ld.Close(cctx)
-	}()
-	// Start before serving, so that the client's first tools/list is the
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(runCtx) }()
+	// Loaded before serving, so that the client's first tools/list is the
 	// whole catalog; a client's initialize waits in the pipe meanwhile.
-	start := time.Now()
-	if err := ld.Start(ctx); err != nil {
-		log.Error("cannot load the skills", "error", err)
-		return exitFailure
+	select {
+	case <-h.Ready():
+	case err := <-ran:
+		if err != nil {
+			log.Error("cannot load the skills", "error", err)
+			return exitFailure
+		}
+		log.Info("signal; stopped before the skills were loaded")
+		return exitOK
 	}
-	log.Info("skills loaded; serving MCP on stdio", "skills", f.skills, "tools", reg.Snapshot().Len(), "filter", filter, "took", time.Since(start).Round(time.Millisecond))
-	srv, err := mcp.New(mcp.Config{Registry: reg, Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
+	code := serveMCPStdio(ctx, h, f, filter, log, t)
+	stopRun()
+	<-ran
+	return code
+}
+
+// serveMCPStdio serves one MCP session on t over the embedded host's
+// registry until the client goes or ctx ends.
+func serveMCPStdio(ctx context.Context, h *host.Host, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
+	srv, err := mcp.New(mcp.Config{Registry: h.Registry(), Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
 	if err != nil {
 		log.Error("cannot start the MCP server", "error", err)
 		return exitFailure
 	}
 	defer srv.Close()
+	log.Info("serving MCP on stdio", "skills", f.skills, "tools", h.Registry().Snapshot().Len(), "filter", filter)
 	if err := srv.ServeTransport(ctx, t, filter); err != nil && ctx.Err() == nil {
 		log.Debug("session ended", "error", err)
 	}
@@ -239,17 +211,7 @@ func runMCPBridge(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.
 // /mcp unless one is given) carrying the filter, and the HTTP client to
 // reach it (over a unix socket for unix:/path).
 func mcpEndpoint(addr string, filter mcp.Filter) (string, *http.Client, error) {
-	hc := &http.Client{}
-	base := strings.TrimSpace(addr)
-	if path, ok := strings.CutPrefix(base, "unix:"); ok {
-		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		}}
-		base = "http://unix"
-	} else if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	base, hc := daemonHTTP(strings.TrimSpace(addr))
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" {
 		return "", nil, fmt.Errorf("%q is not an address (want http://host:port, host:port or unix:/path.sock)", addr)

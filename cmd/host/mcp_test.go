@@ -6,19 +6,32 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"strings"
 	"testing"
 
+	"github.com/skillhost/skillhost/pkg/host"
 	"github.com/skillhost/skillhost/pkg/mcp"
 )
 
-func TestMCPMountRegistered(t *testing.T) {
-	for _, m := range mounts {
-		if m.name == "mcp" && m.setup != nil && m.flags != nil {
-			return
+func TestMCPFaceFollowsItsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want *host.MCPConfig
+	}{
+		{nil, &host.MCPConfig{}},
+		{[]string{"--mcp-show-unavailable"}, &host.MCPConfig{ShowUnavailable: true}},
+		{[]string{"--mcp=false"}, nil},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		config := mcpServeFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := config(); (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%q: MCP config %+v, want %+v", tc.args, got, tc.want)
 		}
 	}
-	t.Fatal("no mcp mount")
 }
 
 func TestMCPEndpoint(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skillhost/skillhost/pkg/proc"
 )
 
 // capBounding reads the capability bounding set of a process (or, with a
@@ -31,7 +33,7 @@ func capBounding(t *testing.T, proc string) uint64 {
 }
 
 // TestRootSkillsLoseCapabilities starts a skill from a root host: the skill
-// has none of skillDroppedCaps in its bounding set (so it cannot read the
+// has none of proc.DroppedCaps in its bounding set (so it cannot read the
 // non-dumpable host's environment or memory even as root), and every
 // thread of the host that is not a skill's launch thread keeps them.
 func TestRootSkillsLoseCapabilities(t *testing.T) {
@@ -47,7 +49,7 @@ func TestRootSkillsLoseCapabilities(t *testing.T) {
 		t.Fatal("alpha has no pid")
 	}
 	skill := capBounding(t, strconv.Itoa(pid))
-	for _, c := range skillDroppedCaps {
+	for _, c := range proc.DroppedCaps {
 		if skill&(1<<c) != 0 {
 			t.Errorf("the skill's bounding set %#x still holds capability %d", skill, c)
 		}

@@ -18,7 +18,7 @@ func (l *Loader) Disable(ctx context.Context, skill string) error {
 	if err := l.knownSkill(skill); err != nil {
 		return err
 	}
-	if err := l.cfg.State.update(skill, func(s *skillState) { s.Disabled = true }); err != nil {
+	if err := l.cfg.State.Update(skill, func(s *Decision) { s.Disabled = true }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "disable %s: %v", skill, err)
 	}
 	return l.Rescan(ctx)
@@ -29,7 +29,7 @@ func (l *Loader) Enable(ctx context.Context, skill string) error {
 	if err := l.knownSkill(skill); err != nil {
 		return err
 	}
-	if err := l.cfg.State.update(skill, func(s *skillState) { s.Disabled = false }); err != nil {
+	if err := l.cfg.State.Update(skill, func(s *Decision) { s.Disabled = false }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "enable %s: %v", skill, err)
 	}
 	return l.Rescan(ctx)
@@ -60,7 +60,7 @@ func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 		return registry.Errorf(registry.CodeNotFound, "cannot pin %s to %s: no such version folder in %s", skill, version, l.cfg.Skills)
 	}
 	_, prev := l.cfg.State.Get(skill)
-	if err := l.cfg.State.update(skill, func(s *skillState) { s.Pin = version }); err != nil {
+	if err := l.cfg.State.Update(skill, func(s *Decision) { s.Pin = version }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "pin %s: %v", skill, err)
 	}
 	if err := l.Rescan(ctx); err != nil {
@@ -87,7 +87,7 @@ func (l *Loader) Pin(ctx context.Context, skill, version string) error {
 	if st.Active != "" {
 		serving = st.Active + " keeps serving"
 	}
-	if err := l.cfg.State.update(skill, func(s *skillState) { s.Pin = prev }); err != nil {
+	if err := l.cfg.State.Update(skill, func(s *Decision) { s.Pin = prev }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "cannot pin %s to %s: %s; undoing the pin failed: %v", skill, version, why, err)
 	}
 	if err := l.Rescan(ctx); err != nil {
@@ -101,7 +101,7 @@ func (l *Loader) Unpin(ctx context.Context, skill string) error {
 	if err := l.knownSkill(skill); err != nil {
 		return err
 	}
-	if err := l.cfg.State.update(skill, func(s *skillState) { s.Pin = "" }); err != nil {
+	if err := l.cfg.State.Update(skill, func(s *Decision) { s.Pin = "" }); err != nil {
 		return registry.Errorf(registry.CodeInternal, "unpin %s: %v", skill, err)
 	}
 	return l.Rescan(ctx)

@@ -20,4 +20,9 @@
 // go-plugin's Kill cuts running calls after two seconds, so an instance is
 // always drained (no new leases, in-flight calls finished or the grace period
 // over) before Kill is called.
+//
+// This package decides when a skill's process starts and stops; how (the
+// process attributes, the verified copy, the mutual TLS keys, the watchdog
+// and the orphan sweeper) is pkg/proc's. Operator decisions come from a
+// StateStore.
 package loader

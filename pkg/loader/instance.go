@@ -20,14 +20,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 	"github.com/skillhost/skillhost/sdk"
 	skillpb "github.com/skillhost/skillhost/sdk/proto"
 )
 
-// errIncomplete marks a launch abandoned because the entrypoint no longer
 // matches its manifest checksum: a copy is in progress, not a broken skill.
-var errIncomplete = errors.New("sha256 mismatch: the entrypoint does not match its manifest (copy in progress?)")
 
 // drainBit is set in instance.lease once the instance is draining; the low
 // bits count calls in flight. One word makes Acquire and drain race-free
@@ -46,9 +45,9 @@ const msgOverhead = 64 << 10
 type instance struct {
 	skill, version string
 	ver            manifest.Version
-	log            *pidLogger // every line carries skill, version and, once started, pid
-	reaper         *reaper    // told when the process group is gone; nil: none
-	sweeper        *sweeper   // told when the process is gone; nil: none
+	log            *pidLogger    // every line carries skill, version and, once started, pid
+	reaper         *proc.Reaper  // told when the process group is gone; nil: none
+	sweeper        *proc.Sweeper // told when the process is gone; nil: none
 
 	releaseBin func() // gives the verified copy back to the binCache
 	client     *plugin.Client
@@ -77,20 +76,24 @@ type instance struct {
 
 var _ registry.Backend = (*instance)(nil)
 
+// warnCapsOnce keeps a host that cannot drop capabilities (a container
+// without CAP_SETPCAP) from warning at every launch.
+var warnCapsOnce sync.Once
+
 // launchConfig is what launch needs from the loader.
 type launchConfig struct {
-	bins          *binCache
+	bins          *proc.BinCache
 	startTimeout  time.Duration
 	logger        hclog.Logger
 	maxDescribe   int
 	onExit        func(*instance)
 	textBusyTries int
-	mtls          *clientCert // the host's side of the mutual TLS with every skill
-	user          *SkillUser  // nil: the host's user
-	reaper        *reaper     // nil: none; told of every process group started and stopped
-	sweeper       *sweeper    // nil: none; told of every skill process started and gone
-	gomaxprocs    int         // > 0: GOMAXPROCS for a skill whose manifest sets none
-	sockDir       string      // the folder the skill makes its go-plugin socket in
+	mtls          *proc.ClientCert // the host's side of the mutual TLS with every skill
+	user          *proc.SkillUser  // nil: the host's user
+	reaper        *proc.Reaper     // nil: none; told of every process group started and stopped
+	sweeper       *proc.Sweeper    // nil: none; told of every skill process started and gone
+	gomaxprocs    int              // > 0: GOMAXPROCS for a skill whose manifest sets none
+	sockDir       string           // the folder the skill makes its go-plugin socket in
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -105,7 +108,7 @@ func launch(ctx context.Context, cfg launchConfig, ver manifest.Version) (*insta
 	// No thread yet, so none to wait for: kill on an instance that never
 	// started must not block. The start below gives it the real one.
 	close(inst.threadDone)
-	exe, release, err := cfg.bins.acquire(ver.EntrypointPath, m.SHA256)
+	exe, release, err := cfg.bins.Acquire(ver.EntrypointPath, m.SHA256)
 	if err != nil {
 		return nil, err
 	}
@@ -155,20 +158,20 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	inst.abortStart = abort // kill releases it, once the process is gone anyway
 	cmd := exec.CommandContext(abortCtx, exe)
 	cmd.Dir = inst.ver.Dir
-	cmd.Env = append(envList(m.Env), cfg.mtls.env)
+	cmd.Env = append(envList(m.Env), cfg.mtls.Env())
 	if cfg.sockDir != "" {
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+cfg.sockDir)
 	}
 	if _, set := m.Env["GOMAXPROCS"]; cfg.gomaxprocs > 0 && !set {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(cfg.gomaxprocs))
 	}
-	setProcAttr(cmd, cfg.user)
+	proc.SetProcAttr(cmd, cfg.user)
 	// The skill's own TLS key, on a pipe that the skill alone inherits.
-	server, err := newServerIdentity()
+	server, err := proc.NewServerIdentity()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	tlsPipe, err := server.pipe()
+	tlsPipe, err := server.Pipe()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -182,8 +185,8 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		// AutoMTLS's protocol with the host-wide client certificate and
 		// the host-made server one in place of new P-521 ones per
-		// process: see clientCert.
-		TLSConfig:    cfg.mtls.tlsConfig(server.leaf),
+		// process: see proc.ClientCert.
+		TLSConfig:    cfg.mtls.TLSConfig(server.Leaf()),
 		SkipHostEnv:  true,
 		StartTimeout: cfg.startTimeout,
 		Logger:       inst.log,
@@ -210,12 +213,12 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		defer close(threadDone)
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the process
 		// The capabilities go from this thread alone, which only forks the skill.
-		if err := dropSkillCaps(); err != nil {
+		if err := proc.DropSkillCaps(); err != nil {
 			warnCapsOnce.Do(func() {
 				inst.log.Warn("cannot drop capabilities for root skills; a skill running as root can read the host's memory and environment", "error", err)
 			})
 		}
-		cfg.sweeper.beginLaunch()
+		cfg.sweeper.BeginLaunch()
 		_, err := client.Start()
 		tlsPipe.Close() // the skill has its copy, or is gone
 		if err != nil {
@@ -226,7 +229,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		if rc := client.ReattachConfig(); rc != nil {
 			pid = rc.Pid
 		}
-		cfg.sweeper.endLaunch(pid)
+		cfg.sweeper.EndLaunch(pid)
 		started <- nil
 		inst.watchExit(client)
 	}()
@@ -246,7 +249,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	if err != nil {
 		client.Kill()
 		<-threadDone
-		cfg.sweeper.endLaunch(0) // the process is killed and waited for: nothing to know
+		cfg.sweeper.EndLaunch(0) // the process is killed and waited for: nothing to know
 		// go-plugin's own message (e.g. "Unrecognized remote plugin
 		// message", then a paragraph of generic advice) often hides that
 		// the skill just exited: keep its first line and say what the
@@ -275,14 +278,14 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	}
 	inst.startedAt = time.Now()
 	if err == nil {
-		err = applyRlimits(inst.pid, m.Limits) // prlimit(2) on the running skill; see rlimit_linux.go
+		err = proc.ApplyRlimits(inst.pid, m.Limits) // prlimit(2) on the running skill
 	}
 	if err != nil {
 		inst.kill()
 		return fmt.Errorf("connect: %w", err)
 	}
 	inst.log.setPID(inst.pid)
-	cfg.reaper.track(inst.pid) // its own process group: Setpgid
+	cfg.reaper.Track(inst.pid) // its own process group: Setpgid
 	inst.reaper = cfg.reaper
 	return nil
 }
@@ -292,9 +295,9 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 func (inst *instance) watchExit(client *plugin.Client) {
 	rc := client.ReattachConfig()
 	if rc != nil && rc.Pid > 0 {
-		waitExit(rc.Pid, client.Exited)
+		proc.WaitExit(rc.Pid, client.Exited)
 	} else {
-		pollExit(client.Exited)
+		proc.WaitExit(0, client.Exited)
 	}
 	// Told at once, before the wait below: the tools must go unavailable
 	// now, even while the supervisor is busy launching another version.
@@ -309,19 +312,8 @@ func (inst *instance) watchExit(client *plugin.Client) {
 		}
 	}
 	// Its orphans are the host's children by now (Config.Subreaper).
-	inst.sweeper.trigger()
+	inst.sweeper.Trigger()
 	close(inst.exited)
-}
-
-// pollExit is the fallback where the process cannot be waited on.
-func pollExit(exited func() bool) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for range t.C {
-		if exited() {
-			return
-		}
-	}
 }
 
 func checkDescribe(ver manifest.Version, d *skillpb.DescribeResponse) error {
@@ -522,15 +514,15 @@ func (inst *instance) kill() {
 			inst.client.Kill()
 		}
 		if inst.pid > 0 {
-			killGroup(inst.pid)
-			inst.reaper.untrack(inst.pid)
+			proc.KillGroup(inst.pid)
+			inst.reaper.Untrack(inst.pid)
 		}
 		<-inst.threadDone
 		if inst.abortStart != nil {
 			inst.abortStart()
 		}
 		if inst.pid > 0 && inst.client != nil && inst.client.Exited() {
-			inst.sweeper.forget(inst.pid) // waited for by go-plugin: the pid is free
+			inst.sweeper.Forget(inst.pid) // waited for by go-plugin: the pid is free
 		}
 		if inst.releaseBin != nil {
 			inst.releaseBin()

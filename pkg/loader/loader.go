@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -48,7 +49,7 @@ type Config struct {
 	// folder is then opened to the user's group, and each version folder
 	// (the skill's working directory) must be searchable by the user.
 	// Default: skills run as the host's user.
-	SkillUser *SkillUser
+	SkillUser *proc.SkillUser
 	// MaxDescribeBytes caps a skill's Describe answer. Default 16 MiB.
 	MaxDescribeBytes int
 	// SkillGOMAXPROCS, when above 0, is the GOMAXPROCS every skill starts
@@ -61,12 +62,11 @@ type Config struct {
 	SkillGOMAXPROCS int
 
 	// Reaper is the command (argv) of a watchdog process started beside the
-	// skills: a binary that links this package (the host's own; the
-	// arguments only name it in ps), which the loader marks in its
-	// environment so that it runs the watchdog instead of its main. If the
-	// host dies without stopping its skills (SIGKILL, a crash), the watchdog
-	// kills every skill's process group, also a skill that ignores the
-	// SIGTERM of its parent-death signal. Nil: no watchdog.
+	// skills (proc.Reaper): a binary whose main calls proc.MaybeRunReaper
+	// first (the host's own, proc.ReaperCommand; the arguments only name it
+	// in ps). If the host dies without stopping its skills (SIGKILL, a
+	// crash), the watchdog kills every skill's process group, also a skill
+	// that ignores the SIGTERM of its parent-death signal. Nil: no watchdog.
 	Reaper []string
 	// Subreaper makes the host process a child subreaper (Linux): whatever a
 	// skill leaves behind when it exits, also a child that left its process
@@ -95,8 +95,9 @@ type Config struct {
 	RestartBackoffMax time.Duration
 	RestartResetAfter time.Duration
 
-	// State persists operator decisions (disable, pin). May be nil.
-	State *StateStore
+	// State keeps operator decisions (disable, pin). Default: a
+	// LocalStateStore in memory.
+	State StateStore
 	// DigestCache is a file that keeps the entrypoints' digests across
 	// restarts (see manifest.HashCache), so a host restarting over an
 	// unchanged tree reads each binary once, when it copies it to run,
@@ -118,12 +119,12 @@ type Loader struct {
 	reg     *registry.Registry
 	log     hclog.Logger
 	hashes  *manifest.HashCache
-	mtls    *clientCert // made once: see clientCert
+	mtls    *proc.ClientCert // made once: see proc.ClientCert
 	// digestSaveFailing is set while saving DigestCache fails, so the
 	// warning is logged once; guarded by scanMu.
 	digestSaveFailing bool
 	launchSem         chan struct{}
-	bins              *binCache
+	bins              *proc.BinCache
 
 	ctx        context.Context // canceled by Close: supervisors and the watcher stop
 	cancel     context.CancelFunc
@@ -139,8 +140,8 @@ type Loader struct {
 
 	ready     atomic.Bool
 	closeOnce sync.Once
-	reaper    *reaper  // nil without Config.Reaper
-	sweeper   *sweeper // nil without Config.Subreaper
+	reaper    *proc.Reaper  // nil without Config.Reaper
+	sweeper   *proc.Sweeper // nil without Config.Subreaper
 	// sweepDone stops the sweeper after one last sweep; sweepStopped is
 	// closed when it has returned.
 	sweepDone, sweepStopped chan struct{}
@@ -281,7 +282,7 @@ func New(cfg Config) (*Loader, error) {
 		}
 		gid = int(u.GID)
 	}
-	mtls, err := newClientCert()
+	mtls, err := proc.NewClientCert()
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
@@ -314,9 +315,9 @@ func New(cfg Config) (*Loader, error) {
 	} else {
 		l.log.Info("the run folder's path is too long for unix sockets; skills make theirs in the temp folder", "run_dir", dir)
 	}
-	l.bins = newBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid, hashes)
+	l.bins = proc.NewBinCache(filepath.Join(l.cfg.RunDir, "bin"), gid, hashes)
 	if len(cfg.Reaper) > 0 {
-		r, err := startReaper(cfg.Reaper)
+		r, err := proc.StartReaper(cfg.Reaper)
 		if err != nil {
 			os.RemoveAll(l.cfg.RunDir)
 			return nil, err
@@ -324,13 +325,13 @@ func New(cfg Config) (*Loader, error) {
 		l.reaper = r
 	}
 	if cfg.Subreaper {
-		sw, err := newSweeper(l.log)
+		sw, err := proc.NewSweeper(l.log)
 		if err != nil {
-			l.reaper.close()
+			l.reaper.Close()
 			os.RemoveAll(l.cfg.RunDir)
 			return nil, fmt.Errorf("loader: %w", err)
 		}
-		sw.adopt(l.reaper.pid())
+		sw.Adopt(l.reaper.PID())
 		l.sweeper = sw
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -339,7 +340,7 @@ func New(cfg Config) (*Loader, error) {
 		l.sweepDone, l.sweepStopped = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(l.sweepStopped)
-			l.sweeper.run(l.sweepDone)
+			l.sweeper.Run(l.sweepDone)
 		}()
 	}
 	return l, nil
@@ -622,7 +623,7 @@ func (l *Loader) Close(ctx context.Context) error {
 			close(l.sweepDone) // one last sweep for what the skills left
 			<-l.sweepStopped
 		}
-		l.reaper.close() // every skill is stopped: the watchdog may go
+		l.reaper.Close() // every skill is stopped: the watchdog may go
 		os.RemoveAll(l.cfg.RunDir)
 	})
 	return nil

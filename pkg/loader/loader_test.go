@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -781,7 +782,7 @@ func TestHandlerOutputReachesTheLog(t *testing.T) {
 // account cannot enter fails with a reason that says so. As another user
 // it checks that the loader refuses the setting up front.
 func TestSkillUser(t *testing.T) {
-	nobody, err := LookupSkillUser("65534:65534")
+	nobody, err := proc.LookupSkillUser("65534:65534")
 	if err != nil {
 		t.Fatal(err)
 	}

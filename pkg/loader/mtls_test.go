@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/sdk"
 	skillpb "github.com/skillhost/skillhost/sdk/proto"
 )
@@ -47,7 +48,7 @@ func TestOneClientCertificateTrustedByEverySkill(t *testing.T) {
 	h.install("alpha", "1.0.0", nil)
 	h.install("beta", "1.0.0", nil)
 	h.start()
-	stranger, err := newClientCert()
+	stranger, err := proc.NewClientCert()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +64,12 @@ func TestOneClientCertificateTrustedByEverySkill(t *testing.T) {
 			}
 			var certs []string
 			for _, kv := range strings.Split(string(environ), "\x00") {
-				if strings.HasPrefix(kv, clientCertEnv+"=") {
+				if strings.HasPrefix(kv, proc.ClientCertEnv+"=") {
 					certs = append(certs, kv)
 				}
 			}
-			if len(certs) != 1 || certs[0] != h.l.mtls.env {
-				t.Errorf("%s: got %d %s variables, want exactly the host's certificate", skill, len(certs), clientCertEnv)
+			if len(certs) != 1 || certs[0] != h.l.mtls.Env() {
+				t.Errorf("%s: got %d %s variables, want exactly the host's certificate", skill, len(certs), proc.ClientCertEnv)
 			}
 		}
 		addr := inst.client.ReattachConfig().Addr
@@ -90,8 +91,8 @@ func TestOneClientCertificateTrustedByEverySkill(t *testing.T) {
 // tlsRead dials addr with c's certificate and reads the first bytes the
 // server sends. With TLS 1.3 a refused client certificate shows on that
 // read, not in the client's handshake.
-func tlsRead(network, addr string, c *clientCert) error {
-	cfg := c.tlsConfig(nil)
+func tlsRead(network, addr string, c *proc.ClientCert) error {
+	cfg := c.TLSConfig(nil)
 	cfg.InsecureSkipVerify = true
 	cfg.NextProtos = []string{"h2"} // gRPC servers refuse a TLS client without it
 	conn, err := tls.Dial(network, addr, cfg)

@@ -31,7 +31,7 @@ func TestStateStoreKeepsBadFilesAside(t *testing.T) {
 				t.Fatalf("kept aside: %v", aside)
 			}
 			// A decision now writes a fresh file and leaves the bad one alone.
-			if err := s.update("calc", func(st *skillState) { st.Disabled = true }); err != nil {
+			if err := s.Update("calc", func(st *Decision) { st.Disabled = true }); err != nil {
 				t.Fatal(err)
 			}
 			again, warning, err := OpenStateStore(dir)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/proc"
 )
 
 // desired is what the tree and the operator ask of one skill.
@@ -306,7 +307,7 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 	s.starting = ""
 	if err != nil {
 		s.lastErr[ver.Version] = err.Error()
-		if errors.Is(err, errIncomplete) {
+		if errors.Is(err, proc.ErrIncomplete) {
 			s.l.hashes.Forget(ver.EntrypointPath) // the scan's digest, maybe cached, was not the file's
 			s.incomplete[ver.Fingerprint] = err.Error()
 		} else {
@@ -314,7 +315,7 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 		}
 		s.mu.Unlock()
 		state := StateFailed
-		if errors.Is(err, errIncomplete) {
+		if errors.Is(err, proc.ErrIncomplete) {
 			state = StateIncomplete
 		}
 		s.l.emit(Event{Skill: s.name, Version: ver.Version, From: StateStarting, State: state, Reason: err.Error()})

@@ -37,6 +37,11 @@ type Metrics struct {
 // after the metrics, since its hooks feed them).
 func (m *Metrics) SetRegistry(r *registry.Registry) { m.src.Registry = r }
 
+// SetStatus sets the skills' status read at scrape time (the loader is built
+// after the metrics, since its hooks feed them). Call it before anything
+// scrapes.
+func (m *Metrics) SetStatus(status func() []loader.SkillStatus) { m.src.Status = status }
+
 // Sources are read at scrape time.
 type Sources struct {
 	Registry *registry.Registry

@@ -1,4 +1,4 @@
-package loader
+package proc
 
 import (
 	"os/exec"
@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setProcAttr gives the skill its own process group (so its children can be
+// SetProcAttr gives the skill its own process group (so its children can be
 // killed with it) and a parent-death signal (so it dies with the host even
 // after SIGKILL). The signal is SIGTERM, not SIGKILL: a dying skill cannot
 // act on SIGKILL, while on SIGTERM the SDK kills its whole process group, so
@@ -16,19 +16,20 @@ import (
 // With a skill user the child switches to it (and drops every
 // supplementary group) before it changes folder, sets the parent-death
 // signal (which a change of credentials would clear) and execs.
-func setProcAttr(cmd *exec.Cmd, u *SkillUser) {
+func SetProcAttr(cmd *exec.Cmd, u *SkillUser) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if u != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
 	}
 }
 
-func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+// KillGroup sends SIGKILL to the process group pid leads.
+func KillGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
-// waitExit blocks until the process pid has exited. It waits on a pidfd, so
+// WaitExit blocks until the process pid has exited. It waits on a pidfd, so
 // a crash is noticed at once and an idle skill costs no wake-ups; where
 // pidfds are missing it polls exited.
-func waitExit(pid int, exited func() bool) {
+func WaitExit(pid int, exited func() bool) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		if err == unix.ESRCH {

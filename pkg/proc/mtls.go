@@ -1,4 +1,4 @@
-package loader
+package proc
 
 import (
 	"crypto/ecdsa"
@@ -14,14 +14,14 @@ import (
 	"time"
 )
 
-// clientCertEnv is the variable through which go-plugin's server side
+// ClientCertEnv is the variable through which go-plugin's server side
 // receives the certificate it must require of its client. It is go-plugin's
 // AutoMTLS protocol: a server that finds it makes its own certificate and
 // sends it back in the handshake line, and the client trusts only that one.
-const clientCertEnv = "PLUGIN_CLIENT_CERT"
+const ClientCertEnv = "PLUGIN_CLIENT_CERT"
 
-// clientCert is the host's side of go-plugin's mutual TLS, made once per
-// Loader instead of once per skill process.
+// ClientCert is the host's side of go-plugin's mutual TLS, made once per
+// host (per Loader) instead of once per skill process.
 //
 // go-plugin's AutoMTLS makes a new P-521 key and self-signed certificate on
 // the client for every plugin it starts, and signs the handshake with it.
@@ -30,26 +30,26 @@ const clientCertEnv = "PLUGIN_CLIENT_CERT"
 // the skill then spends 5 ms verifying the client's P-521 signature: with
 // 50 skills starting, a third of a second of the start-up went there. The
 // skill's side is made by the host too, one P-256 key per process handed
-// over on a pipe (serverIdentity, sdk.ServerTLSFDEnv); a skill that does
+// over on a pipe (ServerIdentity, sdk.ServerTLSFDEnv); a skill that does
 // not take it makes its own P-521 certificate as AutoMTLS has it, and
 // go-plugin loads that one from the handshake line into the connection's
 // RootCAs. What each side trusts is what it trusted with AutoMTLS: the host
 // trusts one process's certificate per connection, and a skill trusts only
 // the key that the host holds in memory and never hands to any process.
-type clientCert struct {
+type ClientCert struct {
 	cert tls.Certificate
-	env  string // clientCertEnv=<PEM>
+	env  string // ClientCertEnv=<PEM>
 }
 
-// newClientCert makes the host's client key and certificate.
-func newClientCert() (*clientCert, error) {
+// NewClientCert makes the host's client key and certificate.
+func NewClientCert() (*ClientCert, error) {
 	cert, err := selfSigned()
 	if err != nil {
 		return nil, err
 	}
-	return &clientCert{
+	return &ClientCert{
 		cert: cert,
-		env:  clientCertEnv + "=" + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})),
+		env:  ClientCertEnv + "=" + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})),
 	}, nil
 }
 
@@ -90,15 +90,20 @@ func selfSigned() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
-// serverIdentity is the skill's side of one process's mutual TLS, made by
+// ServerIdentity is the skill's side of one process's mutual TLS, made by
 // the host (see sdk.ServerTLSFDEnv): a P-256 key and certificate in place
 // of the P-521 pair that go-plugin's server makes at every start.
-type serverIdentity struct {
+type ServerIdentity struct {
 	leaf *x509.Certificate
 	pem  []byte // the certificate, then the key: what the skill reads
 }
 
-func newServerIdentity() (*serverIdentity, error) {
+// Env is the environment entry (ClientCertEnv=PEM) that tells a skill which
+// client certificate to require.
+func (c *ClientCert) Env() string { return c.env }
+
+// NewServerIdentity makes one skill process's key and certificate.
+func NewServerIdentity() (*ServerIdentity, error) {
 	cert, err := selfSigned()
 	if err != nil {
 		return nil, err
@@ -109,12 +114,15 @@ func newServerIdentity() (*serverIdentity, error) {
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...)
-	return &serverIdentity{leaf: cert.Leaf, pem: out}, nil
+	return &ServerIdentity{leaf: cert.Leaf, pem: out}, nil
 }
 
-// pipe returns the read end of a pipe that holds the identity's PEM and is
+// Leaf is the skill's certificate, for the host's TLSConfig to trust.
+func (s *ServerIdentity) Leaf() *x509.Certificate { return s.leaf }
+
+// Pipe returns the read end of a pipe that holds the identity's PEM and is
 // already closed for writing, to be inherited by one skill process.
-func (s *serverIdentity) pipe() (*os.File, error) {
+func (s *ServerIdentity) Pipe() (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("mTLS pipe: %w", err)
@@ -131,11 +139,11 @@ func (s *serverIdentity) pipe() (*os.File, error) {
 	return r, nil
 }
 
-// tlsConfig returns a new client configuration for one skill process, the
+// TLSConfig returns a new client configuration for one skill process, the
 // one AutoMTLS would build, trusting server (when not nil) as the skill's
 // certificate. It must not be shared: go-plugin stores a certificate the
 // skill sends in its handshake line into its RootCAs, in place of server.
-func (c *clientCert) tlsConfig(server *x509.Certificate) *tls.Config {
+func (c *ClientCert) TLSConfig(server *x509.Certificate) *tls.Config {
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{c.cert},
 		MinVersion:   tls.VersionTLS12,

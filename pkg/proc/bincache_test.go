@@ -1,4 +1,4 @@
-package loader
+package proc
 
 import (
 	"crypto/sha256"
@@ -14,7 +14,11 @@ import (
 )
 
 func TestBinCacheSharesOneVerifiedCopy(t *testing.T) {
-	c := newBinCache(filepath.Join(t.TempDir(), "bin"), -1, nil)
+	c := NewBinCache(filepath.Join(t.TempDir(), "bin"), -1, nil)
+	testSkillBin := filepath.Join(t.TempDir(), "skill")
+	if err := os.WriteFile(testSkillBin, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sum, _ := testenv.SHA256File(testSkillBin)
 	var wg sync.WaitGroup
 	paths := make([]string, 8)
@@ -23,7 +27,7 @@ func TestBinCacheSharesOneVerifiedCopy(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, rel, err := c.acquire(testSkillBin, sum)
+			p, rel, err := c.Acquire(testSkillBin, sum)
 			if err != nil {
 				t.Error(err)
 				return
@@ -52,7 +56,7 @@ func TestBinCacheSharesOneVerifiedCopy(t *testing.T) {
 		t.Fatal("copy kept after its last user left")
 	}
 	// A wrong checksum is incomplete, and leaves nothing behind.
-	if _, _, err := c.acquire(testSkillBin, "00"+sum[2:]); !errors.Is(err, errIncomplete) {
+	if _, _, err := c.Acquire(testSkillBin, "00"+sum[2:]); !errors.Is(err, ErrIncomplete) {
 		t.Fatalf("bad checksum: %v", err)
 	}
 	if entries, _ := os.ReadDir(c.dir); len(entries) != 0 {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package loader
+package proc
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
-// applyRlimits lowers the operating-system limits of the running skill
+// ApplyRlimits lowers the operating-system limits of the running skill
 // process pid to what its manifest asks, with prlimit(2):
 //
 //	limits.memory_mb      → RLIMIT_DATA (heap and private writable mappings)
@@ -35,7 +35,7 @@ import (
 // when go-plugin hands over the pid. Until then (at most the start timeout)
 // the process runs with the host's limits, and children it forks in that
 // window keep them. Children forked later inherit the lowered limits.
-func applyRlimits(pid int, l manifest.Limits) error {
+func ApplyRlimits(pid int, l manifest.Limits) error {
 	type req struct {
 		name     string
 		resource int

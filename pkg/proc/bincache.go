@@ -1,8 +1,9 @@
-package loader
+package proc
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +13,17 @@ import (
 	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
-// binCache holds the verified private copies that skill processes run,
+// ErrIncomplete marks a copy abandoned because the entrypoint no longer
+// matches its manifest's sha256: usually a copy in progress, retried when
+// the files change rather than marked failed.
+var ErrIncomplete = errors.New("sha256 mismatch: the entrypoint does not match its manifest (copy in progress?)")
+
+// BinCache holds the verified private copies that skill processes run,
 // one per entrypoint content (sha256). Instances of the same content (a
 // restart after a crash, one binary serving several skills) share a copy,
 // so it is read, hashed and written once, and its pages are shared in
 // memory. A copy is removed when its last instance stops.
-type binCache struct {
+type BinCache struct {
 	dir    string
 	gid    int                 // the skill user's group, or -1
 	hashes *manifest.HashCache // told the digest of each source copied unchanged
@@ -33,20 +39,20 @@ type binEntry struct {
 	err   error
 }
 
-// newBinCache keeps copies under dir. With gid >= 0 (skills run as another
+// NewBinCache keeps copies under dir. With gid >= 0 (skills run as another
 // user) each copy and its folder belong to that group, readable and
 // executable by it alone. hashes, which may be nil, learns the digest of
 // every source that matched and did not change while it was copied, so the
 // scan after a start that deferred its hashing (manifest.Options.DeferHash)
 // does not read it again.
-func newBinCache(dir string, gid int, hashes *manifest.HashCache) *binCache {
-	return &binCache{dir: dir, gid: gid, hashes: hashes, entries: map[string]*binEntry{}}
+func NewBinCache(dir string, gid int, hashes *manifest.HashCache) *BinCache {
+	return &BinCache{dir: dir, gid: gid, hashes: hashes, entries: map[string]*binEntry{}}
 }
 
-// acquire returns the path of a verified copy of src, whose sha256 must be
+// Acquire returns the path of a verified copy of src, whose sha256 must be
 // want, and a release func. The first caller for a content copies; callers
 // that arrive meanwhile wait for it.
-func (c *binCache) acquire(src, want string) (string, func(), error) {
+func (c *BinCache) Acquire(src, want string) (string, func(), error) {
 	c.mu.Lock()
 	e, ok := c.entries[want]
 	if !ok {
@@ -70,7 +76,7 @@ func (c *binCache) acquire(src, want string) (string, func(), error) {
 }
 
 // release drops one reference to e; the last one removes the copy.
-func (c *binCache) release(want string, e *binEntry) {
+func (c *BinCache) release(want string, e *binEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.refs--
@@ -82,7 +88,7 @@ func (c *binCache) release(want string, e *binEntry) {
 	}
 }
 
-func (c *binCache) copy(src, want string) (string, error) {
+func (c *BinCache) copy(src, want string) (string, error) {
 	mode := os.FileMode(0o700)
 	if c.gid >= 0 {
 		mode = 0o711
@@ -120,7 +126,7 @@ func (c *binCache) copy(src, want string) (string, error) {
 const copyBufferSize = 64 << 10
 
 // copyVerified copies src to dst while hashing it and fails with
-// errIncomplete unless the copy's sha256 equals want. What runs is the copy,
+// ErrIncomplete unless the copy's sha256 equals want. What runs is the copy,
 // so what was verified is what runs. A match is recorded in hashes for src
 // as it was while it was read.
 func copyVerified(src, dst, want string, hashes *manifest.HashCache) error {
@@ -149,7 +155,7 @@ func copyVerified(src, dst, want string, hashes *manifest.HashCache) error {
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if got != want {
-		return fmt.Errorf("%w: manifest %s…, file %s…", errIncomplete, want[:min(12, len(want))], got[:12])
+		return fmt.Errorf("%w: manifest %s…, file %s…", ErrIncomplete, want[:min(12, len(want))], got[:12])
 	}
 	if after, err := in.Stat(); err == nil {
 		hashes.Record(src, before, after, got)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package loader
+package proc
 
 import (
 	"os/exec"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package proc
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"github.com/skillhost/skillhost/sdk/proctree"
 )
 
-// reaper is the host's side of a watchdog process that outlives the host for
+// Reaper is the host's side of a watchdog process that outlives the host for
 // one purpose: when the host dies without stopping its skills (SIGKILL, a
 // runtime crash), kill every skill's process group. The parent-death signal
 // alone cannot: it is SIGTERM (so the SDK can take its children down), and a
@@ -26,29 +26,33 @@ import (
 // ("+PGID") and which it stopped ("-PGID", so a reused id is never killed).
 // A clean stop says "bye" and closes the pipe; the watchdog then exits
 // without killing anything. End of file without "bye" means the host died.
-type reaper struct {
+type Reaper struct {
 	mu  sync.Mutex // guards w
 	w   io.WriteCloser
 	cmd *exec.Cmd
 }
 
 // reaperEnv marks the watchdog process. The marker is in the environment,
-// not the arguments, and is acted on by this package's init: any binary that
-// links the loader (the host, a test binary) becomes the watchdog before its
-// main or its tests run, so re-executing a test binary cannot run its tests
-// again.
+// not the arguments, so that a binary's own argument parsing never sees it:
+// the binary calls MaybeRunReaper first thing in main (a test binary, in
+// TestMain), which turns the process into the watchdog and never returns.
 const reaperEnv = "SKILLHOST_SKILL_REAPER"
 
-func init() {
+// MaybeRunReaper runs the watchdog and exits when this process was started
+// as one (by StartReaper), and returns at once otherwise. A binary whose
+// argv it passes to StartReaper must call it at the top of main, before it
+// parses flags or starts anything: importing this package does nothing by
+// itself.
+func MaybeRunReaper() {
 	if os.Getenv(reaperEnv) == "1" {
 		os.Exit(runReaper(os.Stdin))
 	}
 }
 
-// startReaper starts argv (a binary that links this package, and arguments
-// that only name it in ps) as the watchdog. It gets no environment but its
+// StartReaper starts argv (a binary that calls MaybeRunReaper at the top of
+// its main, and arguments that only name it in ps) as the watchdog. It gets no environment but its
 // marker: nothing of the host's (keys included) is passed on.
-func startReaper(argv []string) (*reaper, error) {
+func StartReaper(argv []string) (*Reaper, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{reaperEnv + "=1"}
 	w, err := cmd.StdinPipe()
@@ -60,12 +64,12 @@ func startReaper(argv []string) (*reaper, error) {
 	// take the watchdog with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("loader: start the skill reaper %s: %w", argv[0], err)
+		return nil, fmt.Errorf("proc: start the skill reaper %s: %w", argv[0], err)
 	}
-	return &reaper{w: w, cmd: cmd}, nil
+	return &Reaper{w: w, cmd: cmd}, nil
 }
 
-func (r *reaper) send(line string) {
+func (r *Reaper) send(line string) {
 	if r == nil {
 		return
 	}
@@ -78,20 +82,22 @@ func (r *reaper) send(line string) {
 	}
 }
 
-// pid is the watchdog's own process id.
-func (r *reaper) pid() int {
+// PID is the watchdog's own process id (0 for a nil Reaper).
+func (r *Reaper) PID() int {
 	if r == nil {
 		return 0
 	}
 	return r.cmd.Process.Pid
 }
 
-func (r *reaper) track(pgid int)   { r.send("+" + strconv.Itoa(pgid)) }
-func (r *reaper) untrack(pgid int) { r.send("-" + strconv.Itoa(pgid)) }
+// Track tells the watchdog that process group pgid runs a skill; Untrack,
+// that it was stopped. Both are no-ops on a nil Reaper.
+func (r *Reaper) Track(pgid int)   { r.send("+" + strconv.Itoa(pgid)) }
+func (r *Reaper) Untrack(pgid int) { r.send("-" + strconv.Itoa(pgid)) }
 
-// close tells the watchdog the host stopped its skills itself, and waits for
+// Close tells the watchdog the host stopped its skills itself, and waits for
 // it to exit. Safe to call twice.
-func (r *reaper) close() {
+func (r *Reaper) Close() {
 	if r == nil {
 		return
 	}
@@ -107,7 +113,7 @@ func (r *reaper) close() {
 	_ = r.cmd.Wait()
 }
 
-// runReaper is the watchdog's main loop (see Config.Reaper): it reads the
+// runReaper is the watchdog's main loop (see Reaper): it reads the
 // host's messages from in until end of file, then, unless the host said
 // "bye", kills every process group still tracked and every descendant of
 // their members (proctree.Kill). It ignores the signals a terminal or service

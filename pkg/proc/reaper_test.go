@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package proc
 
 import (
 	"bufio"
@@ -70,18 +70,18 @@ func answering(t *testing.T) (*exec.Cmd, func() bool) {
 }
 
 func TestReaper(t *testing.T) {
-	watchdog := []string{os.Args[0], "__skill-reaper"} // this test binary; the loader's init makes it the watchdog
+	watchdog := []string{os.Args[0], "__skill-reaper"} // this test binary; TestMain makes it the watchdog
 	victim, escapedPID := victimGroup(t)
 	released, releasedAnswers := answering(t)
 	spared, sparedAnswers := answering(t)
 
-	r, err := startReaper(watchdog)
+	r, err := StartReaper(watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.track(victim.Process.Pid)
-	r.track(released.Process.Pid)
-	r.untrack(released.Process.Pid) // stopped by the host: a reused id must not be killed
+	r.Track(victim.Process.Pid)
+	r.Track(released.Process.Pid)
+	r.Untrack(released.Process.Pid) // stopped by the host: a reused id must not be killed
 	// The host dies: its end of the pipe closes without "bye".
 	r.w.Close()
 	r.cmd.Wait()
@@ -96,14 +96,14 @@ func TestReaper(t *testing.T) {
 	}
 
 	// A clean stop says bye: nothing is killed.
-	r2, err := startReaper(watchdog)
+	r2, err := StartReaper(watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2.track(spared.Process.Pid)
-	r2.close()
-	r2.close() // safe twice
-	// close waited for the watchdog to exit: whatever it killed is dead or dying.
+	r2.Track(spared.Process.Pid)
+	r2.Close()
+	r2.Close() // safe twice
+	// Close waited for the watchdog to exit: whatever it killed is dead or dying.
 	if r2.cmd.ProcessState == nil || !r2.cmd.ProcessState.Success() {
 		t.Fatalf("the watchdog did not exit cleanly after bye: %v", r2.cmd.ProcessState)
 	}

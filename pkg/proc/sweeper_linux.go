@@ -1,4 +1,4 @@
-package loader
+package proc
 
 import (
 	"os"
@@ -16,7 +16,7 @@ import (
 // setpgid) would escape that, and without cgroups nothing else on Linux
 // names all of a skill's descendants. What is left is the parent link: a
 // process whose parent dies is re-parented to the nearest "child
-// subreaper" among its ancestors. With Config.Subreaper the host is that
+// subreaper" among its ancestors. With a Sweeper the host is that
 // subreaper, so everything a skill leaves behind becomes the host's child,
 // and the sweeper below kills every child of the host it did not start.
 //
@@ -29,10 +29,10 @@ import (
 // process (not the skill) died is found this late.
 const sweepEvery = 2 * time.Second
 
-// sweeper finds and kills the host's orphaned children. Every child the
+// Sweeper finds and kills the host's orphaned children. Every child the
 // loader starts is registered first: the host's only legitimate children are
 // its skills and the reaper.
-type sweeper struct {
+type Sweeper struct {
 	self, sid int
 	log       hclog.Logger
 	kick      chan struct{} // capacity 1: kicks merge
@@ -42,17 +42,19 @@ type sweeper struct {
 	known     map[int]bool // pids of the children the loader started
 }
 
-// newSweeper makes the calling process a child subreaper and returns its
+// NewSweeper makes the calling process a child subreaper and returns its
 // sweeper, not yet running.
-func newSweeper(log hclog.Logger) (*sweeper, error) {
+func NewSweeper(log hclog.Logger) (*Sweeper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", err)
 	}
 	sid, _ := unix.Getsid(0)
-	return &sweeper{self: os.Getpid(), sid: sid, log: log, kick: make(chan struct{}, 1), known: map[int]bool{}}, nil
+	return &Sweeper{self: os.Getpid(), sid: sid, log: log, kick: make(chan struct{}, 1), known: map[int]bool{}}, nil
 }
 
-func (s *sweeper) beginLaunch() {
+// BeginLaunch records that a skill is being started whose pid is not
+// known yet; EndLaunch follows.
+func (s *Sweeper) BeginLaunch() {
 	if s == nil {
 		return
 	}
@@ -61,9 +63,9 @@ func (s *sweeper) beginLaunch() {
 	s.mu.Unlock()
 }
 
-// endLaunch records pid (0: the start failed, and go-plugin has already
+// EndLaunch records pid (0: the start failed, and go-plugin has already
 // waited for the process) as a child the loader started.
-func (s *sweeper) endLaunch(pid int) {
+func (s *Sweeper) EndLaunch(pid int) {
 	if s == nil {
 		return
 	}
@@ -75,9 +77,9 @@ func (s *sweeper) endLaunch(pid int) {
 	s.mu.Unlock()
 }
 
-// adopt records pid as a child the loader started outside a launch (the
+// Adopt records pid as a child the loader started outside a launch (the
 // reaper).
-func (s *sweeper) adopt(pid int) {
+func (s *Sweeper) Adopt(pid int) {
 	if s == nil || pid <= 0 {
 		return
 	}
@@ -86,9 +88,9 @@ func (s *sweeper) adopt(pid int) {
 	s.mu.Unlock()
 }
 
-// forget drops pid once its process has been waited for: the pid may be
+// Forget drops pid once its process has been waited for: the pid may be
 // reused by anyone after that.
-func (s *sweeper) forget(pid int) {
+func (s *Sweeper) Forget(pid int) {
 	if s == nil {
 		return
 	}
@@ -97,9 +99,9 @@ func (s *sweeper) forget(pid int) {
 	s.mu.Unlock()
 }
 
-// trigger asks for a sweep soon, after a skill exited: its orphans are the
+// Trigger asks for a sweep soon, after a skill exited: its orphans are the
 // host's children by the time its exit is seen.
-func (s *sweeper) trigger() {
+func (s *Sweeper) Trigger() {
 	if s == nil {
 		return
 	}
@@ -109,9 +111,9 @@ func (s *sweeper) trigger() {
 	}
 }
 
-// run sweeps on every trigger and every sweepEvery until done is closed,
+// Run sweeps on every trigger and every sweepEvery until done is closed,
 // then once more.
-func (s *sweeper) run(done <-chan struct{}) {
+func (s *Sweeper) Run(done <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -124,7 +126,7 @@ func (s *sweeper) run(done <-chan struct{}) {
 		}
 		if s.sweep() > 0 {
 			// The orphans' own children are orphans now: look again soon.
-			time.AfterFunc(50*time.Millisecond, s.trigger)
+			time.AfterFunc(50*time.Millisecond, s.Trigger)
 		}
 	}
 }
@@ -133,7 +135,7 @@ func (s *sweeper) run(done <-chan struct{}) {
 // and returns how many it found. While a skill is being started, a child
 // that looks like a freshly started skill (its own process group, the
 // host's session) may be that skill and is left for a later sweep.
-func (s *sweeper) sweep() int {
+func (s *Sweeper) sweep() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// SetProcAttr gives the skill its own process group and, with a skill user,
+// that account; there is no parent-death signal here.
+func SetProcAttr(cmd *exec.Cmd, u *SkillUser) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if u != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
+	}
+}
+
+// KillGroup sends SIGKILL to the process group pid leads.
+func KillGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// WaitExit blocks until exited reports true, polling: there are no pidfds
+// here.
+func WaitExit(pid int, exited func() bool) { pollExit(exited) }
