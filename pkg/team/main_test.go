@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/skillhost/skillhost/pkg/runs"
 	"go.uber.org/goleak"
 )
 
@@ -106,3 +107,8 @@ func receive(tb testing.TB, tm *Team, name string) []Message {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+type runsKind = runs.Kind
+
+// asBounce is errors.As for a *BounceError.
+func asBounce(err error, target **BounceError) bool { return errors.As(err, target) }

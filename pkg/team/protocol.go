@@ -59,9 +59,15 @@ func (t *Team) answerRequest(m Message) error {
 	t.mu.Lock()
 	r, ok := t.st.requests[m.RequestID]
 	grace := t.st.grace
+	// The member the request is about: the one asked to shut down, or
+	// the one asking to leave plan mode.
 	var status Status
 	if ok {
-		status = t.st.members[r.made.To].status
+		subject := r.made.To
+		if r.made.Type == TypePlanApprovalRequest {
+			subject = r.made.From
+		}
+		status = t.st.members[subject].status
 	}
 	t.mu.Unlock()
 	switch {
