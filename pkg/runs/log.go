@@ -466,8 +466,8 @@ func (l *Log) Close() error {
 	return err
 }
 
-// Park closes the file's descriptor, and so releases its lock, but keeps
-// the log usable: reads go on through a fresh descriptor, and the next
+// Park closes the file's descriptor, and so releases its lock, and drops
+// its encode buffer, but keeps the log usable: reads go on through a fresh descriptor, and the next
 // Append opens the file again. A team parks the logs of its idle members,
 // so a thousand idle members hold no descriptor; whoever parks a log must
 // hold another lock that keeps a second writer away meanwhile (a team
@@ -480,6 +480,7 @@ func (l *Log) Park() error {
 	if l.closed {
 		return nil
 	}
+	l.buf = nil // an idle log keeps no encode buffer either
 	return l.release()
 }
 
