@@ -3,6 +3,7 @@ package team
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/skillhost/skillhost/pkg/runs"
 )
@@ -32,7 +33,7 @@ func (t *Team) Send(m Message) (Message, error) {
 	if m.ID == "" {
 		m.ID = newID("m")
 	}
-	m.Seq, m.Time, m.Bounced = 0, m.Time.UTC(), nil
+	m.Seq, m.Time, m.Bounced = 0, time.Time{}, nil
 	if err := t.checkSender(m); err != nil {
 		return m, fmt.Errorf("team %s: send %s %s from %q: %w", t.id, m.Type, m.ID, m.From, err)
 	}
@@ -180,16 +181,21 @@ func (t *Team) bounce(m Message, cause error, reason string) error {
 }
 
 // bounceUnread sends a stopped member's unread messages back to their
-// senders and marks them consumed (as bounced) in its log. Safe to repeat:
-// bounce ids are derived from the message ids.
+// senders and marks them consumed (as bounced) in its log. It holds the
+// member's consume lock throughout, so a message is either consumed by
+// the member or bounced, never both. Safe to repeat: bounce ids are
+// derived from the message ids.
 func (t *Team) bounceUnread(name string) error {
+	t.mu.Lock()
+	mb := t.members[name]
+	reason := t.st.members[name].reason
+	t.mu.Unlock()
+	mb.consumeMu.Lock()
+	defer mb.consumeMu.Unlock()
 	msgs, err := t.Inbox(name, 0)
 	if err != nil || len(msgs) == 0 {
 		return err
 	}
-	t.mu.Lock()
-	reason := t.st.members[name].reason
-	t.mu.Unlock()
 	var errs []error
 	for _, m := range msgs {
 		if m.From == System {
@@ -203,7 +209,7 @@ func (t *Team) bounceUnread(name string) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	return t.consume(name, msgs, true)
+	return t.consumeLocked(mb, msgs, true)
 }
 
 // Inbox returns up to max of a member's unconsumed messages (all when max
@@ -263,10 +269,10 @@ func readInbox(l *runs.Log, after uint64, max int) ([]Message, error) {
 // the user turn it adds to the conversation) go into the same batch, so
 // the consumption and its effect are durable together or not at all.
 func (t *Team) Consume(name string, msgs []Message, extra ...runs.Payload) error {
-	return t.consume(name, msgs, false, extra...)
+	return t.consume(name, msgs, extra...)
 }
 
-func (t *Team) consume(name string, msgs []Message, bounced bool, extra ...runs.Payload) error {
+func (t *Team) consume(name string, msgs []Message, extra ...runs.Payload) error {
 	if len(msgs) == 0 && len(extra) == 0 {
 		return nil
 	}
@@ -278,6 +284,21 @@ func (t *Team) consume(name string, msgs []Message, bounced bool, extra ...runs.
 	}
 	mb.consumeMu.Lock()
 	defer mb.consumeMu.Unlock()
+	// A stopped member's unread mail goes back to its senders; a loop
+	// that outlived its stop (reaped after its grace) may not take it too.
+	t.mu.Lock()
+	ms := t.st.members[name]
+	stopped := ms != nil && ms.status == StatusStopped
+	t.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("team %s: consume for %s: %w", t.id, name, ErrMemberStopped)
+	}
+	return t.consumeLocked(mb, msgs, false, extra...)
+}
+
+// consumeLocked logs the consumption and moves the cursor. mb.consumeMu held.
+func (t *Team) consumeLocked(mb *member, msgs []Message, bounced bool, extra ...runs.Payload) error {
+	name := mb.name
 	t.mu.Lock()
 	cursor := mb.cursor
 	t.mu.Unlock()

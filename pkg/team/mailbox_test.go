@@ -1,9 +1,12 @@
 package team
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -226,5 +229,114 @@ func TestIdleMembersHoldNoDescriptors(t *testing.T) {
 	tm.Release(name)
 	if !tm.members[name].own.Parked() {
 		t.Fatalf("%s's log stayed open after Release", name)
+	}
+}
+
+// TestStoppedMemberCannotConsume: a loop that outlives its member's stop
+// (reaped after the grace) cannot take mail that went back to its
+// senders; each message is consumed or bounced, never both.
+func TestStoppedMemberCannotConsume(t *testing.T) {
+	_, tm := newTeam(t, Spec{}, "fe-dev")
+	send(t, tm, "lead", "fe-dev", "late")
+	msgs := must(tm.Inbox("fe-dev", 0))
+	if err := tm.stopMember("fe-dev", ReasonShutdown, "grace ran out"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, tm.Consume("fe-dev", msgs), ErrMemberStopped)
+	var bounced, consumedIDs []string
+	for _, ev := range must(tm.Events("fe-dev", 0)) {
+		c := must(decodeConsumed(ev))
+		if c.Bounced {
+			bounced = append(bounced, c.IDs...)
+		} else {
+			consumedIDs = append(consumedIDs, c.IDs...)
+		}
+	}
+	if len(bounced) != 1 || bounced[0] != msgs[0].ID || len(consumedIDs) != 0 {
+		t.Fatalf("fe-dev's log: bounced %v, consumed %v", bounced, consumedIDs)
+	}
+}
+
+// TestNothingDroppedWhenAMemberStopsUnderLoad: senders race a member's
+// stop. Every message ends up read by the member or back with its sender,
+// exactly one of the two.
+func TestNothingDroppedWhenAMemberStopsUnderLoad(t *testing.T) {
+	const senders, each = 6, 40
+	names := []string{"w"}
+	for i := range senders {
+		names = append(names, fmt.Sprintf("s%d", i))
+	}
+	_, tm := newTeam(t, Spec{}, names...)
+	var wg sync.WaitGroup
+	var sentOK sync.Map
+	for i := range senders {
+		from := fmt.Sprintf("s%d", i)
+		wg.Go(func() {
+			for j := range each {
+				id := fmt.Sprintf("%s-%d", from, j)
+				_, err := tm.Send(Message{ID: id, Type: TypeMessage, From: from, To: "w"})
+				switch {
+				case err == nil:
+					sentOK.Store(id, true)
+				case !errors.Is(err, ErrMemberStopped):
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Go(func() { // w reads a third of the mail as it comes, then is stopped
+		for n := 0; n < senders*each/3; {
+			<-tm.Ready()
+			name, ok := tm.Take()
+			if !ok {
+				continue
+			}
+			msgs, err := tm.Inbox(name, 5)
+			if err == nil {
+				err = tm.Consume(name, msgs)
+			}
+			tm.Release(name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n += len(msgs)
+		}
+		if err := tm.stopMember("w", ReasonShutdown, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+
+	read := map[string]bool{}
+	for _, ev := range must(tm.Events("w", 0)) {
+		if c := must(decodeConsumed(ev)); !c.Bounced {
+			for _, id := range c.IDs {
+				read[id] = true
+			}
+		}
+	}
+	back := map[string]int{}
+	for i := range senders {
+		for _, m := range must(tm.Inbox(fmt.Sprintf("s%d", i), 0)) {
+			back[m.Bounced.ID]++
+		}
+	}
+	for i := range senders {
+		for j := range each {
+			id := fmt.Sprintf("s%d-%d", i, j)
+			_, ok := sentOK.Load(id)
+			switch {
+			case read[id] && back[id] > 0:
+				t.Errorf("%s was read and bounced", id)
+			case !read[id] && back[id] != 1:
+				t.Errorf("%s (Send ok: %v) was neither read nor bounced once (%d bounces)", id, ok, back[id])
+			case read[id] && !ok:
+				t.Errorf("%s was read but Send said it bounced", id)
+			}
+		}
+	}
+	if len(read) == 0 {
+		t.Fatal("w read nothing before its stop: the race was not run")
 	}
 }
