@@ -302,14 +302,16 @@ func (t *Team) consumeLocked(mb *member, msgs []Message, bounced bool, extra ...
 	t.mu.Lock()
 	cursor := mb.cursor
 	t.mu.Unlock()
-	last := mb.inbox.LastSeq()
 	ids := make([]string, len(msgs))
+	mb.inboxMu.Lock()
 	for i, m := range msgs {
-		if m.Seq != cursor+uint64(i)+1 || m.Seq > last {
-			return fmt.Errorf("team %s: consume %s for %s: %w (seq %d, want %d)", t.id, m.ID, name, ErrOutOfOrder, m.Seq, cursor+uint64(i)+1)
+		if want := cursor + uint64(i) + 1; m.Seq != want || mb.ids[m.ID] != want {
+			mb.inboxMu.Unlock()
+			return fmt.Errorf("team %s: consume %s (seq %d) for %s: %w: the next unconsumed message is seq %d", t.id, m.ID, m.Seq, name, ErrOutOfOrder, want)
 		}
 		ids[i] = m.ID
 	}
+	mb.inboxMu.Unlock()
 	ps := extra
 	through := cursor
 	if len(msgs) > 0 {

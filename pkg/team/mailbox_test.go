@@ -340,3 +340,16 @@ func TestNothingDroppedWhenAMemberStopsUnderLoad(t *testing.T) {
 		t.Fatal("w read nothing before its stop: the race was not run")
 	}
 }
+
+// TestConsumeChecksWhatItIsGiven: a driver cannot log as consumed a
+// message that is not the inbox's next one, by seq or by id.
+func TestConsumeChecksWhatItIsGiven(t *testing.T) {
+	_, tm := newTeam(t, Spec{}, "fe-dev")
+	send(t, tm, "lead", "fe-dev", "real")
+	wantErr(t, tm.Consume("fe-dev", []Message{{ID: "forged", Seq: 1}}), ErrOutOfOrder)
+	wantErr(t, tm.Consume("fe-dev", []Message{{ID: "forged", Seq: 2}}), ErrOutOfOrder)
+	wantErr(t, tm.Consume("ghost", []Message{{ID: "x", Seq: 1}}), ErrUnknownMember)
+	if len(must(tm.Events("fe-dev", 0))) != 0 {
+		t.Fatal("a refused Consume wrote to the member's log")
+	}
+}

@@ -351,14 +351,15 @@ func (s *Store) load(id string) (*Team, error) {
 	t.mu.Unlock()
 	// A member stopped with mail it never read (the daemon died between
 	// the stop and the bounces): send it back now.
+	// The team is usable if this fails; the next load tries again.
 	for _, name := range t.st.order {
 		if t.st.members[name].status == StatusStopped {
 			if err := t.bounceUnread(name); err != nil {
-				errs = append(errs, err)
+				t.logger.Warn("send a stopped member's unread mail back", "team", id, "member", name, "err", err)
 			}
 		}
 	}
-	return t, errors.Join(errs...)
+	return t, nil
 }
 
 func (t *Team) repaired(l *runs.Log) {
