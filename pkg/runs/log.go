@@ -451,7 +451,19 @@ func readAt(f *os.File, path string, b []byte, off int64) error {
 // Close releases the file and its lock, after making durable what
 // concurrent appends wrote. Reads go on working (through a fresh
 // descriptor); appends fail with ErrClosed. Safe to call twice.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.letGo(true) }
+
+// Park closes the file's descriptor, and so releases its lock, and drops
+// its encode buffer, but keeps the log usable: reads go on through a
+// fresh descriptor, and the next Append opens the file again. A team
+// parks the logs of its idle members, so a thousand idle members hold no
+// descriptor; whoever parks a log must hold another lock that keeps a
+// second writer away meanwhile (a team holds its team log's). Parking a
+// closed or parked log does nothing.
+func (l *Log) Park() error { return l.letGo(false) }
+
+// letGo is Close (for good) or Park (until the next append).
+func (l *Log) letGo(forGood bool) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
@@ -460,28 +472,13 @@ func (l *Log) Close() error {
 		return nil
 	}
 	err := l.release()
-	l.closed = true
-	close(l.changed)
-	l.changed = make(chan struct{})
-	return err
-}
-
-// Park closes the file's descriptor, and so releases its lock, and drops
-// its encode buffer, but keeps the log usable: reads go on through a fresh descriptor, and the next
-// Append opens the file again. A team parks the logs of its idle members,
-// so a thousand idle members hold no descriptor; whoever parks a log must
-// hold another lock that keeps a second writer away meanwhile (a team
-// holds its team log's). Parking a closed or parked log does nothing.
-func (l *Log) Park() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
+	l.buf = nil // a parked log keeps no encode buffer either
+	if forGood {
+		l.closed = true
+		close(l.changed)
+		l.changed = make(chan struct{})
 	}
-	l.buf = nil // an idle log keeps no encode buffer either
-	return l.release()
+	return err
 }
 
 // Parked reports whether the log holds no descriptor (parked or closed).

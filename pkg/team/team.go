@@ -670,3 +670,15 @@ func mkdirSynced(dir string) error {
 	}
 	return nil
 }
+
+// ReadEvents reads the team log after seq after (at most maxBytes of it,
+// but always one record; no limit when maxBytes <= 0), and returns a
+// channel closed at the next change: the resumable event stream behind
+// the API's SSE, where seq is the event id.
+func (t *Team) ReadEvents(after uint64, maxBytes int) ([]runs.Event, <-chan struct{}, error) {
+	evs, changed, err := t.log.Read(after, maxBytes)
+	if err != nil {
+		err = fmt.Errorf("team %s: %w", t.id, err)
+	}
+	return evs, changed, err
+}

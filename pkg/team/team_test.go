@@ -129,10 +129,30 @@ func TestRestart(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Type != TypeBounce || msgs[0].Bounced.Content != "two" {
 		t.Fatalf("lead's inbox after restart: %+v", msgs)
 	}
+	// The team log is a stream a follower resumes from a seq.
+	evs, changed, err := tm2.ReadEvents(0, 0)
+	if err != nil || len(evs) == 0 || evs[0].Kind != "team.created" {
+		t.Fatalf("ReadEvents(0) = %d events, %v", len(evs), err)
+	}
+	last := evs[len(evs)-1].Seq
+	if more, _, _ := tm2.ReadEvents(last, 0); len(more) != 0 {
+		t.Fatalf("%d events after the last", len(more))
+	}
 	// And the team goes on.
 	send(t, tm2, "lead", "be-dev", "three")
 	if got := receive(t, tm2, "be-dev"); len(got) != 1 || got[0].Content != "three" {
 		t.Fatalf("be-dev got %+v", got)
+	}
+	if err := tm2.RecordUsage("be-dev", 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a follower of the team log was not woken by a new record")
+	}
+	if more, _, _ := tm2.ReadEvents(last, 0); len(more) != 1 || more[0].Kind != "team.usage" {
+		t.Fatalf("after usage: %+v", more)
 	}
 }
 
