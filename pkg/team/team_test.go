@@ -1,11 +1,14 @@
 package team
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillhost/skillhost/pkg/runs"
 )
 
 func TestCreateAndSpawn(t *testing.T) {
@@ -180,4 +183,38 @@ func TestStopTeam(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Type != TypeBounce {
 		t.Fatalf("lead's inbox: %+v", msgs)
 	}
+}
+
+// TestOneDaemonPerTeam: a second store on the same state folder cannot
+// load a team the first holds (its team log is locked), even while the
+// members' files are parked.
+func TestOneDaemonPerTeam(t *testing.T) {
+	s, tm := newTeam(t, Spec{}, "fe-dev")
+	send(t, tm, "lead", "fe-dev", "x")
+	other, err := Open(Config{Dir: filepath.Dir(s.dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.Team("t")
+	wantErr(t, err, runs.ErrLocked)
+}
+
+// TestCloseWakesWaiters: closing the store ends a wait with ErrClosed.
+func TestCloseWakesWaiters(t *testing.T) {
+	s, tm := newTeam(t, Spec{}, "fe-dev")
+	must(tm.CreateTasks("lead", TaskSpec{ID: "x", Title: "x"}))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tm.WaitTasks(context.Background(), []string{"x"}, 0)
+		errc <- err
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, <-errc, ErrClosed)
+	_, err := s.Team("t")
+	wantErr(t, err, ErrClosed)
+	_, err = tm.Send(Message{Type: TypeMessage, From: "lead", To: "fe-dev"})
+	wantErr(t, err, ErrClosed)
 }
