@@ -26,6 +26,12 @@ func (t *Team) openRequest(m *Message) error {
 			t.mu.Unlock()
 			return fmt.Errorf("%w: the lead is not shut down by request; stop the team", ErrInvalid)
 		}
+		if ms := st.members[m.To]; ms == nil || ms.status == StatusStopped || ms.status == StatusStopping {
+			// Nobody to answer: log no request that would stay pending
+			// for ever; the delivery bounces with the reason.
+			t.mu.Unlock()
+			return nil
+		}
 	case TypePlanApprovalRequest:
 		if m.To == "" {
 			m.To = st.lead

@@ -69,6 +69,12 @@ func TestShutdownProtocol(t *testing.T) {
 	if got := must(tm.Member("fe-dev")).ToolsAllowed([]string{ToolSend}, nil); got != nil {
 		t.Fatalf("a stopped member's tools: %v", got)
 	}
+	// A request to a stopped member bounces and leaves no pending request.
+	gone, err := tm.Send(Message{Type: TypeShutdownRequest, From: "lead", To: "fe-dev"})
+	wantErr(t, err, ErrMemberStopped)
+	_, err = tm.Request(gone.RequestID)
+	wantErr(t, err, ErrUnknownRequest)
+	receive(t, tm, "lead") // the bounce
 
 	// A refused shutdown leaves the teammate working.
 	r2 := must(tm.Send(Message{Type: TypeShutdownRequest, From: "lead", To: "be-dev"}))
