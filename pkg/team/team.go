@@ -173,13 +173,13 @@ func (s *Store) Create(spec Spec) (*Team, error) {
 	if _, ok := s.teams[spec.ID]; ok {
 		return nil, fmt.Errorf("create team %s: %w", spec.ID, ErrTeamExists)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "team.jsonl")); err == nil {
-		if t, err := s.load(spec.ID); err == nil || !errors.Is(err, ErrUnknownTeam) {
-			if t != nil {
-				t.close()
-			}
-			return nil, fmt.Errorf("create team %s: %w", spec.ID, ErrTeamExists)
-		}
+	// A folder left by a Create cut short (no first record) is taken over.
+	switch t, err := s.load(spec.ID); {
+	case err == nil:
+		t.close()
+		return nil, fmt.Errorf("create team %s: %w", spec.ID, ErrTeamExists)
+	case !errors.Is(err, ErrUnknownTeam):
+		return nil, fmt.Errorf("create team %s: %w", spec.ID, err) // held by another daemon, damaged
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "inbox"), filepath.Join(dir, "members")} {
 		if err := mkdirSynced(d); err != nil {

@@ -46,7 +46,19 @@ func TestCreateAndSpawn(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
-	if ids := must(s.IDs()); !slices.Equal(ids, []string{"t"}) {
+	// A Create cut short by a crash (an empty team log) is no team, and
+	// a new Create takes its folder over.
+	half := filepath.Join(filepath.Dir(tm.Dir()), "half")
+	if err := os.MkdirAll(half, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(half, "team.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Team("half")
+	wantErr(t, err, ErrUnknownTeam)
+	must(s.Create(Spec{ID: "half", Lead: MemberSpec{Name: "boss"}}))
+	if ids := must(s.IDs()); !slices.Equal(ids, []string{"half", "t"}) {
 		t.Fatalf("IDs() = %v", ids)
 	}
 }
