@@ -363,9 +363,11 @@ func (t *Team) queueLocked(mb *member) {
 	}
 	mb.queued = true
 	t.ready = append(t.ready, mb.name)
-	select {
-	case t.signal <- struct{}{}:
-	default: // a signal is pending already: bursts merge
+	for _, c := range []chan struct{}{t.signal, t.storeSignal} {
+		select {
+		case c <- struct{}{}:
+		default: // a signal is pending already: bursts merge
+		}
 	}
 }
 

@@ -353,3 +353,32 @@ func TestConsumeChecksWhatItIsGiven(t *testing.T) {
 		t.Fatal("a refused Consume wrote to the member's log")
 	}
 }
+
+// TestStoreTakeServesEveryTeam: one driver pool over all teams, woken by
+// the store's one channel, hands out members of every team in turn.
+func TestStoreTakeServesEveryTeam(t *testing.T) {
+	s, a := newTeam(t, Spec{ID: "a"}, "x")
+	b := must(s.Create(Spec{ID: "b", Lead: MemberSpec{Name: "lead"}}))
+	must(b.Spawn("lead", MemberSpec{Name: "y"}))
+	if _, _, ok := s.Take(); ok {
+		t.Fatal("Take with no mail anywhere")
+	}
+	send(t, a, "lead", "x", "1")
+	send(t, b, "lead", "y", "2")
+	<-s.Ready()
+	got := map[string]bool{}
+	for {
+		tm, name, ok := s.Take()
+		if !ok {
+			break
+		}
+		got[tm.ID()+"/"+name] = true
+		tm.Release(name) // unread: back in its team's queue, not handed out again here
+		if len(got) == 2 {
+			break
+		}
+	}
+	if !got["a/x"] || !got["b/y"] {
+		t.Fatalf("took %v, want a/x and b/y", got)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,8 +33,11 @@ type Store struct {
 	now    func() time.Time
 	logger *slog.Logger
 
-	mu     sync.Mutex // guards teams and closed
+	signal chan struct{} // capacity 1: a member of some loaded team became ready
+
+	mu     sync.Mutex // guards the fields below
 	teams  map[string]*Team
+	next   int // where Take starts its round over the teams
 	closed bool
 }
 
@@ -45,7 +50,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := mkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("team: %w", err)
 	}
-	s := &Store{dir: dir, now: cfg.Now, logger: cfg.Logger, teams: map[string]*Team{}}
+	s := &Store{dir: dir, now: cfg.Now, logger: cfg.Logger, teams: map[string]*Team{}, signal: make(chan struct{}, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -138,6 +143,31 @@ func (s *Store) Team(id string) (*Team, error) {
 	return t, nil
 }
 
+// Ready is signalled (capacity 1, bursts merge) when a member of any
+// loaded team gets work: a driver that serves every team from one worker
+// pool waits on it and calls Take until it reports nothing.
+func (s *Store) Ready() <-chan struct{} { return s.signal }
+
+// Take is Team.Take over every loaded team, taking the teams in turn so
+// that one busy team does not starve the others.
+func (s *Store) Take() (t *Team, member string, ok bool) {
+	s.mu.Lock()
+	teams := make([]*Team, 0, len(s.teams))
+	for _, id := range slices.Sorted(maps.Keys(s.teams)) {
+		teams = append(teams, s.teams[id])
+	}
+	start := s.next
+	s.next++
+	s.mu.Unlock()
+	for i := range teams {
+		t := teams[(start+i)%len(teams)]
+		if name, ok := t.Take(); ok {
+			return t, name, true
+		}
+	}
+	return nil, "", false
+}
+
 // IDs lists the teams on disk, sorted.
 func (s *Store) IDs() ([]string, error) {
 	ents, err := os.ReadDir(s.dir)
@@ -173,7 +203,7 @@ func (s *Store) Close() error {
 func (s *Store) open(id string) (*Team, error) {
 	t := &Team{id: id, dir: filepath.Join(s.dir, id), now: s.now, logger: s.logger,
 		st: newState(), members: map[string]*member{},
-		signal: make(chan struct{}, 1), changed: make(chan struct{})}
+		signal: make(chan struct{}, 1), storeSignal: s.signal, changed: make(chan struct{})}
 	l, err := runs.OpenLog(filepath.Join(t.dir, "team.jsonl"), runs.LogOptions{Now: s.now, Replay: t.st.replay})
 	if err != nil {
 		return nil, err

@@ -24,14 +24,15 @@ type Team struct {
 	log    *runs.Log // team.jsonl: always open, so its lock keeps a second daemon out of the whole team
 
 	// Lock order: member.inboxMu, then appendMu, then mu.
-	appendMu sync.Mutex // serializes check, append and fold on the team log
-	mu       sync.Mutex // guards the fields below (st is written under appendMu too)
-	st       state
-	members  map[string]*member
-	ready    []string      // members with unconsumed messages, not running, in the order they got work
-	signal   chan struct{} // capacity 1: a member became ready (bursts merge)
-	changed  chan struct{} // closed and replaced on every change: what waiters select on
-	closed   bool
+	appendMu    sync.Mutex // serializes check, append and fold on the team log
+	mu          sync.Mutex // guards the fields below (st is written under appendMu too)
+	st          state
+	members     map[string]*member
+	ready       []string      // members with unconsumed messages, not running, in the order they got work
+	signal      chan struct{} // capacity 1: a member became ready (bursts merge)
+	storeSignal chan struct{} // the store's Ready channel, signalled alongside
+	changed     chan struct{} // closed and replaced on every change: what waiters select on
+	closed      bool
 }
 
 // member is what the team holds in memory for a member's mail.
