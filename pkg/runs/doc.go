@@ -20,8 +20,9 @@
 // from the last sequence number it saw (the SSE Last-Event-ID).
 //
 // The pieces, bottom up: Log is one record file (append with group
-// commit, check and repair on open, read back by seq) and serves any stream
-// that wants these guarantees, such as a team member's inbox; State folds a
+// commit, check and repair on open, read back by seq, parked while idle
+// so it holds no descriptor) and serves any stream that wants these
+// guarantees, such as a team member's inbox; State folds a
 // run's events (status, transcript, usage, each tool call and its result);
 // Store and Run keep the runs under <state>/runs and enforce the rules that
 // keep a log meaningful (nothing after the stop, one result per call);

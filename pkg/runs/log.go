@@ -35,7 +35,8 @@ type Log struct {
 	syncMu sync.Mutex
 
 	mu      sync.Mutex    // guards the fields below; never held during an fsync
-	f       *os.File      // the locked, append-only descriptor; nil once closed
+	f       *os.File      // the locked, append-only descriptor; nil once closed or parked
+	closed  bool          // Close was called: appends fail with ErrClosed
 	seq     uint64        // last durable sequence number: what readers see
 	size    int64         // durable end of the file
 	offsets []int64       // offsets[i] is where the durable record with seq i+1 starts
@@ -278,7 +279,7 @@ func (l *Log) Append(ps ...Payload) ([]Event, error) {
 	}
 
 	l.mu.Lock()
-	if l.f == nil {
+	if l.closed {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("run log %s: %w", l.path, ErrClosed)
 	}
@@ -286,6 +287,12 @@ func (l *Log) Append(ps ...Payload) ([]Event, error) {
 		err := l.err
 		l.mu.Unlock()
 		return nil, err
+	}
+	if l.f == nil {
+		if err := l.reopen(); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
 	}
 	now := l.now().UTC()
 	buf := l.buf[:0]
@@ -364,7 +371,7 @@ func (l *Log) publish(upto uint64, size int64) {
 // write error after a failed append, since no record will follow.
 func (l *Log) Read(after uint64, maxBytes int) ([]Event, <-chan struct{}, error) {
 	l.mu.Lock()
-	f, changed, closed, broken := l.f, l.changed, l.f == nil, l.err
+	f, changed, closed, broken := l.f, l.changed, l.closed, l.err
 	if after >= l.seq {
 		l.mu.Unlock()
 		switch {
@@ -444,11 +451,46 @@ func readAt(f *os.File, path string, b []byte, off int64) error {
 // Close releases the file and its lock, after making durable what
 // concurrent appends wrote. Reads go on working (through a fresh
 // descriptor); appends fail with ErrClosed. Safe to call twice.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.letGo(true) }
+
+// Park closes the file's descriptor, and so releases its lock, and drops
+// its encode buffer, but keeps the log usable: reads go on through a
+// fresh descriptor, and the next Append opens the file again. A team
+// parks the logs of its idle members, so a thousand idle members hold no
+// descriptor; whoever parks a log must hold another lock that keeps a
+// second writer away meanwhile (a team holds its team log's). Parking a
+// closed or parked log does nothing.
+func (l *Log) Park() error { return l.letGo(false) }
+
+// letGo is Close (for good) or Park (until the next append).
+func (l *Log) letGo(forGood bool) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	err := l.release()
+	l.buf = nil // a parked log keeps no encode buffer either
+	if forGood {
+		l.closed = true
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+	return err
+}
+
+// Parked reports whether the log holds no descriptor (parked or closed).
+func (l *Log) Parked() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f == nil
+}
+
+// release makes durable what concurrent appends wrote and closes the
+// descriptor. l.syncMu and l.mu must be held.
+func (l *Log) release() error {
 	if l.f == nil {
 		return nil
 	}
@@ -467,9 +509,33 @@ func (l *Log) Close() error {
 		errs = append(errs, fmt.Errorf("close run log %s: %w", l.path, err))
 	}
 	l.f = nil
-	close(l.changed)
-	l.changed = make(chan struct{})
 	return errors.Join(errs...)
+}
+
+// reopen opens and locks a parked log's file again for an append. The
+// file must still end where the log left it: anything else means another
+// writer went at it while it was parked, and the log refuses to guess.
+// l.mu must be held.
+func (l *Log) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("reopen run log: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("run log %s: %w", l.path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("reopen run log %s: %w", l.path, err)
+	}
+	if st.Size() != l.wsize {
+		f.Close()
+		return fmt.Errorf("run log %s: the file is %d bytes but the log ended at %d: it changed while the log was parked", l.path, st.Size(), l.wsize)
+	}
+	l.f = f
+	return nil
 }
 
 // syncDir fsyncs a folder so that a file or folder just created in it
