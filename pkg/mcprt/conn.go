@@ -1,0 +1,331 @@
+package mcprt
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// codeTooLarge is the JSON-RPC error code of the answer conn makes up for a
+// response it refused to buffer (-32000 to -32099 is the range JSON-RPC
+// leaves to implementations).
+const codeTooLarge = -32090
+
+// stdioTransport is the go-sdk Transport over a server's stdin and stdout.
+// The go-sdk's own stdio transports end the session at the first line they
+// cannot decode and buffer a frame up to their cap before failing it; this
+// one keeps the session alive through both, because one bad line from a
+// third-party server should cost one call, not every call in flight:
+//
+//   - a line that is not JSON-RPC (a stray console.log) is reported to
+//     onJunk and skipped;
+//   - a line longer than max is never held in memory: it is streamed
+//     through a small scanner that finds its top-level "id", and the call
+//     waiting for it gets a codeTooLarge error in its place.
+type stdioTransport struct {
+	stdin  io.WriteCloser
+	stdout io.Reader
+	max    int
+	// onJunk and onTooLarge are called from the reading goroutine.
+	onJunk     func(line []byte, err error)
+	onTooLarge func(n int64, isResponse bool)
+
+	conn *conn // the one connection Connect made
+}
+
+func (t *stdioTransport) Connect(context.Context) (mcpsdk.Connection, error) {
+	c := &conn{t: t, incoming: make(chan readResult), closed: make(chan struct{}), done: make(chan struct{})}
+	t.conn = c
+	go c.readLoop()
+	return c, nil
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+type conn struct {
+	t        *stdioTransport
+	incoming chan readResult
+	closed   chan struct{} // closed by Close
+	done     chan struct{} // closed when readLoop returns
+	once     sync.Once
+
+	writeMu sync.Mutex // serializes frames on stdin
+}
+
+func (c *conn) SessionID() string { return "" }
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case r := <-c.incoming:
+		return r.msg, r.err
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a message for the server: %w", err)
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.t.stdin.Write(data)
+	return err
+}
+
+// Close closes the server's stdin, which is how MCP's stdio transport asks
+// a server to exit. The reader ends when stdout does (the process exits or
+// is killed; exec.Cmd.Wait closes the pipe).
+func (c *conn) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.closed)
+		err = c.t.stdin.Close()
+	})
+	return err
+}
+
+func (c *conn) send(r readResult) bool {
+	select {
+	case c.incoming <- r:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+func (c *conn) readLoop() {
+	defer close(c.done)
+	br := bufio.NewReaderSize(c.t.stdout, 64<<10)
+	for {
+		line, tooLarge, err := readFrame(br, c.t.max)
+		if err != nil {
+			c.send(readResult{err: err})
+			return
+		}
+		var msgs []jsonrpc.Message
+		switch {
+		case tooLarge != nil:
+			if c.t.onTooLarge != nil {
+				c.t.onTooLarge(tooLarge.n, tooLarge.response())
+			}
+			if m := tooLarge.answer(c.t.max); m != nil {
+				msgs = append(msgs, m)
+			}
+		default:
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			var derr error
+			if msgs, derr = decodeFrame(line); derr != nil {
+				if c.t.onJunk != nil {
+					c.t.onJunk(line, derr)
+				}
+				continue
+			}
+		}
+		for _, m := range msgs {
+			if !c.send(readResult{msg: m}) {
+				return
+			}
+		}
+	}
+}
+
+// decodeFrame decodes one line: a message, or a batch of them.
+func decodeFrame(line []byte) ([]jsonrpc.Message, error) {
+	if line[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(line, &raws); err != nil {
+			return nil, err
+		}
+		if len(raws) == 0 {
+			return nil, errors.New("empty batch")
+		}
+		msgs := make([]jsonrpc.Message, 0, len(raws))
+		for _, r := range raws {
+			m, err := jsonrpc.DecodeMessage(r)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, nil
+	}
+	m, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{m}, nil
+}
+
+// readFrame reads one newline-terminated line of at most max bytes. A
+// longer line is consumed to its end through a frameScanner and returned as
+// that scanner instead.
+func readFrame(br *bufio.Reader, max int) ([]byte, *frameScanner, error) {
+	var line []byte
+	var sc *frameScanner
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case sc != nil:
+			sc.feed(chunk)
+		case len(line)+len(chunk) > max:
+			sc = &frameScanner{}
+			sc.feed(line)
+			sc.feed(chunk)
+			line = nil
+		default:
+			line = append(line, chunk...)
+		}
+		switch {
+		case err == nil:
+			return line, sc, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && (len(line) > 0 || sc != nil):
+			return line, sc, nil // a last line without its newline
+		default:
+			return nil, nil, err
+		}
+	}
+}
+
+// frameScanner follows the JSON of a frame too large to keep, byte by byte,
+// holding only what it needs: whether the top-level object has a "method"
+// (a request or notification from the server, which is dropped) and the
+// raw value of its top-level "id" (a response, which is answered with an
+// error so that the waiting call does not wait forever).
+type frameScanner struct {
+	n                 int64
+	depth             int
+	inStr, esc        bool
+	expectKey         bool   // at depth 1, the next string is a key
+	capKey, capID     bool   // capturing the current key / the id's value
+	key, id           []byte // bounded captures
+	cur               string // the key whose value is being read at depth 1
+	hasMethod, idLost bool
+}
+
+const maxIDBytes = 256
+
+func (s *frameScanner) feed(p []byte) {
+	s.n += int64(len(p))
+	for _, c := range p {
+		if s.inStr {
+			if s.capID {
+				s.captureID(c)
+			}
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				if s.capKey {
+					s.capKey, s.cur, s.key = false, string(s.key), s.key[:0]
+					if s.cur == "method" {
+						s.hasMethod = true
+					}
+				}
+				continue
+			}
+			if s.capKey && len(s.key) < 16 {
+				s.key = append(s.key, c)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+			if s.depth == 1 && s.expectKey {
+				s.capKey, s.expectKey = true, false
+			} else if s.capID {
+				s.captureID(c)
+			}
+		case '{', '[':
+			s.depth++
+			if s.depth == 1 {
+				s.expectKey = c == '{'
+			} else if s.capID {
+				s.captureID(c)
+			}
+		case '}', ']':
+			if s.depth == 1 {
+				s.capID = false
+			} else if s.capID {
+				s.captureID(c)
+			}
+			s.depth--
+		case ':':
+			if s.depth == 1 {
+				if s.cur == "id" {
+					s.capID, s.id = true, s.id[:0]
+				}
+			} else if s.capID {
+				s.captureID(c)
+			}
+		case ',':
+			if s.depth == 1 {
+				s.capID, s.expectKey, s.cur = false, true, ""
+			} else if s.capID {
+				s.captureID(c)
+			}
+		case ' ', '\t', '\r', '\n':
+		default:
+			if s.capID {
+				s.captureID(c)
+			}
+		}
+	}
+}
+
+func (s *frameScanner) captureID(c byte) {
+	if len(s.id) >= maxIDBytes {
+		s.idLost = true
+		return
+	}
+	s.id = append(s.id, c)
+}
+
+func (s *frameScanner) response() bool { return !s.hasMethod && len(s.id) > 0 && !s.idLost }
+
+// answer is the error response that stands in for the dropped frame, or nil
+// when the frame was not a response with a usable id.
+func (s *frameScanner) answer(max int) jsonrpc.Message {
+	if !s.response() {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(s.id, &v) != nil {
+		return nil
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil || !id.IsValid() {
+		return nil
+	}
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    codeTooLarge,
+		Message: fmt.Sprintf("the server's response is at least %d bytes, over the %d-byte cap; it was discarded unread", s.n, max),
+	}}
+}

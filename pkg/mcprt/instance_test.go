@@ -1,0 +1,387 @@
+package mcprt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+func launch(t *testing.T, cfg Config) *Instance {
+	t.Helper()
+	inst, err := Launch(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	t.Cleanup(inst.Close)
+	return inst
+}
+
+func toolNames(specs []registry.ToolSpec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func invoke(t *testing.T, inst *Instance, tool, args string) string {
+	t.Helper()
+	out, err := inst.Invoke(context.Background(), tool, []byte(args), 4<<20)
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, args, err)
+	}
+	return string(out)
+}
+
+func wantCode(t *testing.T, err error, code registry.Code) *registry.Error {
+	t.Helper()
+	var re *registry.Error
+	if !errors.As(err, &re) || re.Code != code {
+		t.Fatalf("want a %s error, got %v", code, err)
+	}
+	return re
+}
+
+// emptyDir fails the test unless dir holds nothing: no run folder is left.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) > 0 {
+		t.Errorf("%s still holds %v", dir, ents[0].Name())
+	}
+}
+
+// reaped fails unless the process pid is gone.
+func reaped(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process %d is still there (kill 0: %v)", pid, err)
+	}
+}
+
+func TestServesTools(t *testing.T) {
+	t.Setenv("MCPRT_CANARY_SECRET", "must-not-leak")
+	cfg := helperConfig(t, "good")
+	inst := launch(t, cfg)
+	if got, want := toolNames(inst.Tools()), []string{"add", "add-tool", "big", "crash", "echo", "env", "fail", "sleep"}; !slices.Equal(got, want) {
+		t.Fatalf("tools: got %v, want %v", got, want)
+	}
+	if got := invoke(t, inst, "echo", `{"message":"hi"}`); got != `"hi"` {
+		t.Errorf("echo: got %s", got)
+	}
+	if got := invoke(t, inst, "add", `{"a":2,"b":3}`); got != `{"sum":5}` {
+		t.Errorf("add: got %s", got)
+	}
+	_, err := inst.Invoke(context.Background(), "fail", nil, 1<<20)
+	if re := wantCode(t, err, registry.CodeToolError); !strings.Contains(re.Message, "no, and here is why") {
+		t.Errorf("fail: the message lost the server's reason: %v", re)
+	}
+	if err := inst.Ping(context.Background()); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+
+	// The environment: the manifest's, PATH and HOME in the run folder.
+	var env struct{ Env []string }
+	if err := json.Unmarshal([]byte(invoke(t, inst, "env", `{}`)), &env); err != nil {
+		t.Fatal(err)
+	}
+	if len(env.Env) != 3 || !strings.HasPrefix(env.Env[0], "HOME="+cfg.RunDir) || env.Env[1] != helperEnv+"=good" || !strings.HasPrefix(env.Env[2], "PATH="+cfg.RunDir) {
+		t.Errorf("the server's environment is %q; want only HOME and PATH in %s and %s", env.Env, cfg.RunDir, helperEnv)
+	}
+
+	pid := inst.PID()
+	inst.Close()
+	reaped(t, pid)
+	emptyDir(t, cfg.RunDir)
+	_, err = inst.Invoke(context.Background(), "echo", []byte(`{}`), 1<<20)
+	if re := wantCode(t, err, registry.CodeSkillUnavailable); !re.Retryable {
+		t.Errorf("a call after close should be retryable: %v", re)
+	}
+}
+
+func TestFileCommandRunsFromTheCopy(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	exe, _ := os.Executable()
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "bin", "server"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec.SHA256, _ = FolderDigest(cfg.Dir)
+	cfg.Spec.Command, cfg.Interpreters = "./bin/server", nil
+	var path string
+	cfg.ConfigureCmd = func(c *exec.Cmd) { path = c.Path }
+	inst := launch(t, cfg)
+	if !strings.HasPrefix(path, cfg.RunDir) {
+		t.Errorf("ran %s, not the private copy under %s", path, cfg.RunDir)
+	}
+	// An operator may overwrite the original while the copy serves.
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "bin", "server"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := invoke(t, inst, "echo", `{"message":"still here"}`); got != `"still here"` {
+		t.Errorf("echo: %s", got)
+	}
+}
+
+func TestDigestMismatchRunsNothing(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "README"), []byte("changed after the manifest was written\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	cfg.ConfigureCmd = func(*exec.Cmd) { started = true }
+	_, err := Launch(context.Background(), cfg)
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("want ErrDigestMismatch, got %v", err)
+	}
+	if started {
+		t.Error("a process was started for a folder that does not verify")
+	}
+	emptyDir(t, cfg.RunDir)
+}
+
+func TestListChangedAndDescribe(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	changed := make(chan struct{}, 1)
+	cfg.OnToolsChanged = func(*Instance) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	inst := launch(t, cfg)
+	if _, err := inst.Invoke(context.Background(), "extra", []byte(`{}`), 1<<20); registry.CodeOf(err) != registry.CodeUnknownTool {
+		t.Fatalf("extra before it exists: want unknown_tool, got %v", err)
+	}
+	invoke(t, inst, "add-tool", `{}`)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed callback")
+	}
+	specs, err := inst.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(toolNames(specs), "extra") {
+		t.Fatalf("extra is not described after list_changed: %v", toolNames(specs))
+	}
+	if got := invoke(t, inst, "extra", `{}`); got != `"called extra"` {
+		t.Errorf("extra: %s", got)
+	}
+}
+
+func TestDeadlineEndsTheCall(t *testing.T) {
+	inst := launch(t, helperConfig(t, "good"))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := inst.Invoke(ctx, "sleep", []byte(`{"ms":10000}`), 1<<20)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the deadline, got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the call outlived its deadline by %s", d)
+	}
+	if got := invoke(t, inst, "echo", `{"message":"after"}`); got != `"after"` {
+		t.Errorf("echo after a timed-out call: %s", got)
+	}
+}
+
+func TestCrashDuringCallAndRestart(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	exits := make(chan *Instance, 2)
+	cfg.OnExit = func(i *Instance) { exits <- i }
+	inst := launch(t, cfg)
+	_, err := inst.Invoke(context.Background(), "crash", []byte(`{}`), 1<<20)
+	if re := wantCode(t, err, registry.CodeSkillCrashed); !strings.Contains(re.Message, "crashing on purpose") {
+		t.Errorf("the crash error does not carry the last stderr line: %v", re)
+	}
+	select {
+	case got := <-exits:
+		if got != inst {
+			t.Error("OnExit named another instance")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnExit after a crash")
+	}
+	<-inst.Exited()
+	if err := inst.ExitErr(); err == nil || !strings.Contains(err.Error(), "exit status 4") {
+		t.Errorf("ExitErr: %v", err)
+	}
+	_, err = inst.Invoke(context.Background(), "echo", []byte(`{}`), 1<<20)
+	if re := wantCode(t, err, registry.CodeSkillUnavailable); !re.Retryable {
+		t.Error("a call to a crashed server must be retryable")
+	}
+	// The supervisor's restart: a new launch of the same version.
+	again := launch(t, cfg)
+	if got := invoke(t, again, "echo", `{"message":"back"}`); got != `"back"` {
+		t.Errorf("echo after restart: %s", got)
+	}
+	again.Close()
+	select {
+	case <-exits:
+		t.Error("OnExit was called for a deliberate Close")
+	default:
+	}
+}
+
+func TestKilledServerIsSeen(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	exits := make(chan struct{}, 1)
+	cfg.OnExit = func(*Instance) { exits <- struct{}{} }
+	inst := launch(t, cfg)
+	if err := syscall.Kill(inst.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exits:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnExit after SIGKILL")
+	}
+	_, err := inst.Invoke(context.Background(), "echo", []byte(`{}`), 1<<20)
+	wantCode(t, err, registry.CodeSkillUnavailable)
+}
+
+func TestNeverAnswersInitialize(t *testing.T) {
+	cfg := helperConfig(t, "mute")
+	cfg.StartTimeout = 500 * time.Millisecond
+	var cmd *exec.Cmd
+	cfg.ConfigureCmd = func(c *exec.Cmd) { cmd = c }
+	_, err := Launch(context.Background(), cfg)
+	if !errors.Is(err, ErrInitializeTimeout) {
+		t.Fatalf("want ErrInitializeTimeout, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "helper@1.0.0") {
+		t.Errorf("the error does not name the skill: %v", err)
+	}
+	if cmd.ProcessState == nil {
+		t.Error("the process was not waited for")
+	}
+	emptyDir(t, cfg.RunDir)
+}
+
+func TestJunkOnStdout(t *testing.T) {
+	t.Run("only junk", func(t *testing.T) {
+		cfg := helperConfig(t, "junk")
+		cfg.StartTimeout = 500 * time.Millisecond
+		_, err := Launch(context.Background(), cfg)
+		if !errors.Is(err, ErrStdoutJunk) || !errors.Is(err, ErrInitializeTimeout) {
+			t.Fatalf("want ErrStdoutJunk and ErrInitializeTimeout, got %v", err)
+		}
+		if !strings.Contains(err.Error(), "Welcome to the helper server") {
+			t.Errorf("the error does not show the junk: %v", err)
+		}
+		emptyDir(t, cfg.RunDir)
+	})
+	t.Run("junk between messages", func(t *testing.T) {
+		cfg := helperConfig(t, "noisy")
+		var log *testenv.SyncBuffer
+		cfg.Logger, log = testLogger(t)
+		inst := launch(t, cfg)
+		for i := 0; i < 3; i++ {
+			if got := invoke(t, inst, "echo", `{"message":"through the noise"}`); got != `"through the noise"` {
+				t.Errorf("echo: %s", got)
+			}
+		}
+		if inst.junk.Load() == 0 || !strings.Contains(log.String(), "debug: about to answer") {
+			t.Errorf("the junk lines were not counted and logged (%d counted)", inst.junk.Load())
+		}
+	})
+}
+
+func TestCrashLoopAffectsNoOther(t *testing.T) {
+	good := launch(t, helperConfig(t, "good"))
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Launch(context.Background(), helperConfig(t, "crash"))
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		invoke(t, good, "echo", `{"message":"steady"}`)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "boom: cannot start") || !strings.Contains(err.Error(), "exit status 3") {
+			t.Errorf("want ErrExited with the stderr line and status, got %v", err)
+		}
+	}
+}
+
+func TestHugeResult(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	cfg.MaxMessageBytes = 1 << 20
+	inst := launch(t, cfg)
+	_, err := inst.Invoke(context.Background(), "big", []byte(`{"n":8388608}`), 1<<20)
+	if re := wantCode(t, err, registry.CodeResponseTooLarge); !strings.Contains(re.Message, "discarded unread") {
+		t.Errorf("message: %v", re)
+	}
+	// Under the frame cap, over the call's own limit.
+	_, err = inst.Invoke(context.Background(), "big", []byte(`{"n":600000}`), 100_000)
+	wantCode(t, err, registry.CodeResponseTooLarge)
+	// The session survived both.
+	if got := invoke(t, inst, "echo", `{"message":"small"}`); got != `"small"` {
+		t.Errorf("echo after a huge result: %s", got)
+	}
+}
+
+func TestInvalidToolsAreRefusedOthersServe(t *testing.T) {
+	inst := launch(t, helperConfig(t, "badschema"))
+	if got, want := toolNames(inst.Tools()), []string{"get_thing", "ok"}; !slices.Equal(got, want) {
+		t.Errorf("tools: got %v, want %v", got, want)
+	}
+	reasons := map[string]string{}
+	for _, r := range inst.Refused() {
+		reasons[r.Name] = r.Reason
+	}
+	for name, want := range map[string]string{
+		"bad-schema": `"type": "object"`,
+		"Bad Name!":  "cannot be mapped",
+		"no-desc":    "description is empty",
+		"get_thing":  `as "getThing"'s does`,
+		"broken-ref": "external references are not allowed",
+	} {
+		if !strings.Contains(reasons[name], want) {
+			t.Errorf("refusal of %q: got %q, want it to say %q", name, reasons[name], want)
+		}
+	}
+	if got := invoke(t, inst, "get_thing", `{}`); got != `"called getThing"` {
+		t.Errorf("get_thing reached %s", got)
+	}
+}
+
+func TestNoServableTool(t *testing.T) {
+	cfg := helperConfig(t, "good")
+	cfg.Skill = "a-skill-name-so-long-that-every-tool-name-is-over-the-64-cap"
+	_, err := Launch(context.Background(), cfg)
+	if !errors.Is(err, ErrNoTools) || !strings.Contains(err.Error(), "longer than 64") {
+		t.Fatalf("want ErrNoTools naming the reason, got %v", err)
+	}
+	emptyDir(t, cfg.RunDir)
+}
