@@ -47,10 +47,14 @@ func copyFolder(src, dst string) (string, error) {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return "", err
 	}
+	made := map[string]bool{dst: true} // folders made: a node_modules has thousands of files in hundreds of them
 	return walkFolder(src, func(rel string, fi fs.FileInfo) (io.WriteCloser, error) {
 		to := filepath.Join(dst, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			return nil, err
+		if dir := filepath.Dir(to); !made[dir] {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+			made[dir] = true
 		}
 		perm := fs.FileMode(0o400)
 		if fi.Mode().Perm()&0o100 != 0 {
