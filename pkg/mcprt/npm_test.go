@@ -17,14 +17,14 @@ import (
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
+// npm is the one install of the npm servers per test binary.
 var npm struct {
-	once  sync.Once
-	dir   string // the installed servers: a version folder for both
-	skip  string
-	err   error
-	node  string
-	dgst  string
-	dgErr error
+	once sync.Once
+	dir  string // the installed servers: a version folder for both
+	dgst string // its FolderDigest
+	node string // the node the operator would allow
+	skip string // why the tests skip (no node or npm)
+	err  error
 }
 
 // npmServers installs the pinned public servers once per test binary
