@@ -77,6 +77,7 @@ func BenchmarkEcho16(b *testing.B) {
 		p50[i] = float64(lat[i][len(lat[i])/2].Microseconds())
 		rate[i] = float64(len(lat[i])) / busy[i].Seconds()
 		b.ReportMetric(p50[i], p.name+"-p50-µs")
+		b.ReportMetric(float64(lat[i][len(lat[i])*99/100].Microseconds()), p.name+"-p99-µs")
 		b.ReportMetric(rate[i], p.name+"-calls/s")
 	}
 	b.ReportMetric(p50[1]/p50[0], "p50-ratio")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -169,5 +170,45 @@ func TestServerCrashRecovery(t *testing.T) {
 	again := launch(t, cfg)
 	if got := invoke(t, again, "read_graph", `{}`); !strings.Contains(got, "entities") {
 		t.Errorf("read_graph after restart: %s", got)
+	}
+}
+
+// scripts/install-mcp-skill.sh writes a version folder whose manifest the
+// runtime launches as it is: the shell's digest is FolderDigest's.
+func TestInstallMCPSkillScript(t *testing.T) {
+	_, _, node := npmServers(t)
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is not installed")
+	}
+	tree := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(testenv.ModuleRoot(), "scripts", "install-mcp-skill.sh"),
+		"@modelcontextprotocol/server-memory@2026.8.31", "--name", "memory", "--skills", tree,
+		"--tag", "memory", "--env", "MEMORY_FILE_PATH=${HOME}/memory.jsonl")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install-mcp-skill.sh: %v\n%s", err, out)
+	}
+	dir := filepath.Join(tree, "memory", "2026.8.31")
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Spec
+		Runtime string            `json:"runtime"`
+		Env     map[string]string `json:"env"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Runtime != "mcp" || m.Command != "node" {
+		t.Fatalf("manifest: %s", raw)
+	}
+	log, _ := testLogger(t)
+	inst := launch(t, Config{
+		Skill: "memory", Version: "2026.8.31", Dir: dir, Spec: m.Spec, Env: m.Env,
+		Interpreters: Interpreters{"node": node}, RunDir: t.TempDir(), Logger: log, StartTimeout: 60 * time.Second,
+	})
+	if got := invoke(t, inst, "read_graph", `{}`); !strings.Contains(got, "entities") {
+		t.Errorf("read_graph: %s", got)
 	}
 }
