@@ -71,9 +71,10 @@ type Config struct {
 	// notifications/tools/list_changed. It runs on the connection's reader
 	// and must not block: signal a goroutine that calls Describe.
 	OnToolsChanged func(*Instance)
-	// ConfigureCmd, if set, may adjust the command just before it starts
-	// (credentials of a skill user, for instance). It must not touch
-	// Stdin, Stdout, Env or the process group.
+	// ConfigureCmd, if set, may adjust the command before it starts: a
+	// SysProcAttr with the skill user's Credential, for instance. The
+	// process group and parent-death signal are set after it, and it must
+	// not touch Stdin, Stdout or Env.
 	ConfigureCmd func(*exec.Cmd)
 }
 

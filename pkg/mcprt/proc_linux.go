@@ -17,8 +17,13 @@ import (
 // This duplicates pkg/loader/proc_linux.go's two attributes on purpose: that
 // file is moving to pkg/proc, and the runtime should call into pkg/proc once
 // it lands.
+// Attributes a Config.ConfigureCmd set (a Credential) are kept.
 func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
