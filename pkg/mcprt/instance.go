@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,6 +73,12 @@ type Config struct {
 	// notifications/tools/list_changed. It runs on the connection's reader
 	// and must not block: signal a goroutine that calls Describe.
 	OnToolsChanged func(*Instance)
+	// User, if set, is the account the server runs as (the host's
+	// --skill-user), with no supplementary groups. The copy then belongs to
+	// its group (folders 0750, files 0440 or 0550), its home to it (0700),
+	// and the run folder is 0711, so that it can reach both and nothing
+	// else of the host's. Giving a process another user needs root.
+	User *User
 	// ConfigureCmd, if set, may adjust the command before it starts: a
 	// SysProcAttr with the skill user's Credential, for instance. The
 	// process group and parent-death signal are set after it, and it must
@@ -93,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// User is an account to run a server as.
+type User struct{ UID, GID uint32 }
 
 // Instance is one running MCP server serving one skill version. Its methods
 // are safe for concurrent use. Leases and draining are the loader's: an
@@ -162,6 +173,11 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return fail(err)
 	}
+	if u := cfg.User; u != nil {
+		if err := openTo(u, run, app, home); err != nil {
+			return fail(fmt.Errorf("open the run folder to uid %d, gid %d: %w", u.UID, u.GID, err))
+		}
+	}
 	cmd := exec.Command(exe, cfg.Spec.Args...)
 	cmd.Dir = app
 	cmd.Env = buildEnv(cfg.Env, app, home)
@@ -174,6 +190,9 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fail(err)
+	}
+	if u := cfg.User; u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}}
 	}
 	if cfg.ConfigureCmd != nil {
 		cfg.ConfigureCmd(cmd)
@@ -489,6 +508,37 @@ func (inst *Instance) stop(grace time.Duration) {
 			}
 		}
 	})
+}
+
+// openTo gives the server's account what it needs of the run folder: its
+// group may read the copy (and run what is executable), it owns its home.
+func openTo(u *User, run, app, home string) error {
+	gid := int(u.GID)
+	err := filepath.WalkDir(app, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o440)
+		switch info, err := d.Info(); {
+		case err != nil:
+			return err
+		case d.IsDir():
+			mode = 0o750
+		case info.Mode().Perm()&0o100 != 0:
+			mode = 0o550
+		}
+		if err := os.Lchown(p, -1, gid); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Chown(home, int(u.UID), gid); err != nil {
+		return err
+	}
+	return os.Chmod(run, 0o711)
 }
 
 // buildEnv is the server's whole environment: PATH and HOME inside the run

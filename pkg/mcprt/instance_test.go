@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,8 +116,10 @@ func TestServesTools(t *testing.T) {
 	}
 }
 
-func TestFileCommandRunsFromTheCopy(t *testing.T) {
-	cfg := helperConfig(t, "good")
+// withServerFile makes the helper a file of the version folder,
+// bin/server, rather than an allowed interpreter.
+func withServerFile(t *testing.T, cfg Config) Config {
+	t.Helper()
 	exe, _ := os.Executable()
 	bin, err := os.ReadFile(exe)
 	if err != nil {
@@ -130,6 +133,11 @@ func TestFileCommandRunsFromTheCopy(t *testing.T) {
 	}
 	cfg.Spec.SHA256, _ = FolderDigest(cfg.Dir)
 	cfg.Spec.Command, cfg.Interpreters = "./bin/server", nil
+	return cfg
+}
+
+func TestFileCommandRunsFromTheCopy(t *testing.T) {
+	cfg := withServerFile(t, helperConfig(t, "good"))
 	var path string
 	cfg.ConfigureCmd = func(c *exec.Cmd) { path = c.Path }
 	inst := launch(t, cfg)
@@ -143,6 +151,43 @@ func TestFileCommandRunsFromTheCopy(t *testing.T) {
 	if got := invoke(t, inst, "echo", `{"message":"still here"}`); got != `"still here"` {
 		t.Errorf("echo: %s", got)
 	}
+}
+
+func TestSkillUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a server as another user needs root")
+	}
+	cfg := withServerFile(t, helperConfig(t, "good"))
+	cfg.User = &User{UID: 65534, GID: 65534} // nobody
+	// The account must be able to reach the run folder.
+	for d := cfg.RunDir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst := launch(t, cfg)
+	if got := invoke(t, inst, "echo", `{"message":"as nobody"}`); got != `"as nobody"` {
+		t.Errorf("echo: %s", got)
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(inst.PID()), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uid, groups string
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch v = strings.Join(strings.Fields(v), " "); k {
+		case "Uid":
+			uid = v
+		case "Groups":
+			groups = v
+		}
+	}
+	if uid != "65534 65534 65534 65534" || groups != "" {
+		t.Errorf("the server does not run as nobody without groups:\n%s", status)
+	}
+	inst.Close()
+	emptyDir(t, cfg.RunDir)
 }
 
 func TestDigestMismatchRunsNothing(t *testing.T) {
