@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -39,6 +40,72 @@ type stdioTransport struct {
 	onTooLarge func(n int64, isResponse bool)
 
 	conn *conn // the one connection Connect made
+
+	// listMu guards lists and taskOnly.
+	listMu sync.Mutex
+	// lists are the ids of tools/list requests in flight: their answers
+	// are read for what the go-sdk's Tool drops (see taskOnlyTools).
+	lists map[jsonrpc.ID]bool
+	// taskOnly names the tools the last tools/list marked
+	// execution.taskSupport "required".
+	taskOnly map[string]bool
+}
+
+// taskOnlyTools returns the tools the server's tools/list answers marked
+// "execution": {"taskSupport": "required"}: they can only be called as MCP
+// tasks, which this host does not speak, and the go-sdk's Tool type has no
+// field for it.
+func (t *stdioTransport) taskOnlyTools() map[string]bool {
+	t.listMu.Lock()
+	defer t.listMu.Unlock()
+	return maps.Clone(t.taskOnly)
+}
+
+// sent notes a tools/list request, so that its answer is inspected.
+func (t *stdioTransport) sent(msg jsonrpc.Message) {
+	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "tools/list" && r.ID.IsValid() {
+		t.listMu.Lock()
+		if t.lists == nil {
+			t.lists = map[jsonrpc.ID]bool{}
+		}
+		t.lists[r.ID] = true
+		t.listMu.Unlock()
+	}
+}
+
+// received inspects the answer to a noted tools/list request.
+func (t *stdioTransport) received(msg jsonrpc.Message) {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return
+	}
+	t.listMu.Lock()
+	defer t.listMu.Unlock()
+	if !t.lists[r.ID] {
+		return
+	}
+	delete(t.lists, r.ID)
+	var res struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+		return
+	}
+	if t.taskOnly == nil {
+		t.taskOnly = map[string]bool{}
+	}
+	for _, tool := range res.Tools {
+		if tool.Execution.TaskSupport == "required" {
+			t.taskOnly[tool.Name] = true
+		} else {
+			delete(t.taskOnly, tool.Name)
+		}
+	}
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcpsdk.Connection, error) {
@@ -85,6 +152,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encoding a message for the server: %w", err)
 	}
 	data = append(data, '\n')
+	c.t.sent(msg)
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err = c.t.stdin.Write(data)
@@ -144,6 +212,7 @@ func (c *conn) readLoop() {
 			}
 		}
 		for _, m := range msgs {
+			c.t.received(m)
 			if !c.send(readResult{msg: m}) {
 				return
 			}

@@ -122,6 +122,7 @@ func (h *helperServer) tools() []any {
 			tool("Bad Name!", "a name nothing maps", objSchema),
 			tool("no-desc", "", objSchema),
 			tool("get_thing", "collides with getThing once mapped", objSchema),
+			map[string]any{"name": "task-only", "description": "needs MCP tasks", "inputSchema": objSchema, "execution": map[string]any{"taskSupport": "required"}},
 			tool("broken-ref", "a $ref to a file", map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "file:///etc/passwd"}}}),
 		}
 	}

@@ -361,7 +361,7 @@ func (inst *Instance) describe(ctx context.Context) ([]registry.ToolSpec, error)
 		}
 		params.Cursor = res.NextCursor
 	}
-	set := mapTools(inst.cfg.Skill, tools)
+	set := mapTools(inst.cfg.Skill, tools, inst.conn.taskOnlyTools())
 	inst.tools.Store(set)
 	return set.specs, nil
 }

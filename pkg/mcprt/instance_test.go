@@ -411,6 +411,7 @@ func TestInvalidToolsAreRefusedOthersServe(t *testing.T) {
 		"no-desc":    "description is empty",
 		"get_thing":  `as "getThing"'s does`,
 		"broken-ref": "external references are not allowed",
+		"task-only":  "only be called as an MCP task",
 	} {
 		if !strings.Contains(reasons[name], want) {
 			t.Errorf("refusal of %q: got %q, want it to say %q", name, reasons[name], want)

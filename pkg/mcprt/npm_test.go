@@ -126,6 +126,12 @@ func TestServerEverything(t *testing.T) {
 		if _, err := inst.Describe(context.Background()); err != nil {
 			t.Errorf("describe after list_changed: %v", err)
 		}
+		// Its task-only tool is refused, with the reason.
+		if !slices.ContainsFunc(inst.Refused(), func(r RefusedTool) bool {
+			return r.Name == "simulate-research-query" && strings.Contains(r.Reason, "MCP task")
+		}) {
+			t.Errorf("simulate-research-query (taskSupport required) is not refused: %v", inst.Refused())
+		}
 	case <-time.After(10 * time.Second):
 		t.Error("server-everything sent no notifications/tools/list_changed")
 	}

@@ -3,6 +3,7 @@ package mcprt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -66,7 +67,7 @@ func ToolName(name string) (string, bool) {
 // mapTools turns a server's tools into registry specs. Each tool is checked
 // alone with the registry's own rules (registry.Validate on a one-tool
 // spec), so what is accepted here is exactly what a registry Put accepts.
-func mapTools(skill string, tools []*mcpsdk.Tool) *toolSet {
+func mapTools(skill string, tools []*mcpsdk.Tool, taskOnly map[string]bool) *toolSet {
 	set := &toolSet{wire: map[string]string{}}
 	for i, t := range tools {
 		if i >= MaxTools {
@@ -74,6 +75,9 @@ func mapTools(skill string, tools []*mcpsdk.Tool) *toolSet {
 			continue
 		}
 		spec, err := mapTool(t)
+		if err == nil && taskOnly[t.Name] {
+			err = errors.New(`it can only be called as an MCP task ("execution": {"taskSupport": "required"}), which this host does not speak`)
+		}
 		if err == nil {
 			if prev, dup := set.wire[spec.Name]; dup {
 				err = fmt.Errorf("its name maps to %q, as %q's does", spec.Name, prev)
