@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -71,7 +72,9 @@ type Config struct {
 	OnExit func(*Instance)
 	// OnToolsChanged is called when the server sends
 	// notifications/tools/list_changed. It runs on the connection's reader
-	// and must not block: signal a goroutine that calls Describe.
+	// and must not block: signal a goroutine that calls Describe. It may
+	// be called before Launch returns (servers that add tools once
+	// initialized say so at once), and is then best answered the same way.
 	OnToolsChanged func(*Instance)
 	// User, if set, is the account the server runs as (the host's
 	// --skill-user), with no supplementary groups. The copy then belongs to
@@ -82,7 +85,8 @@ type Config struct {
 	// ConfigureCmd, if set, may adjust the command before it starts: a
 	// SysProcAttr with the skill user's Credential, for instance. The
 	// process group and parent-death signal are set after it, and it must
-	// not touch Stdin, Stdout or Env.
+	// not touch Stdin, Stdout or Env. It is called again for each retry of
+	// an exec that failed with ETXTBSY.
 	ConfigureCmd func(*exec.Cmd)
 }
 
@@ -178,29 +182,24 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 			return fail(fmt.Errorf("open the run folder to uid %d, gid %d: %w", u.UID, u.GID, err))
 		}
 	}
-	cmd := exec.Command(exe, cfg.Spec.Args...)
-	cmd.Dir = app
-	cmd.Env = buildEnv(cfg.Env, app, home)
-	cmd.Stderr = inst.stderr
-	cmd.WaitDelay = time.Second // a grandchild holding stderr must not hold Wait
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return fail(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return fail(err)
-	}
-	if u := cfg.User; u != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}}
-	}
-	if cfg.ConfigureCmd != nil {
-		cfg.ConfigureCmd(cmd)
-	}
-	setProcAttr(cmd)
-	inst.cmd = cmd
-	if err := inst.start(); err != nil {
-		return fail(fmt.Errorf("start %s: %w", exe, err))
+	var stdin io.WriteCloser
+	var stdout io.ReadCloser
+	for try := 1; ; try++ {
+		var err error
+		if inst.cmd, stdin, stdout, err = newCmd(cfg, exe, app, home, inst.stderr); err != nil {
+			return fail(err)
+		}
+		err = inst.start()
+		if err == nil {
+			break
+		}
+		// ETXTBSY: another goroutine forked while a file of the copy was
+		// open for writing (Go issue 22315); the descriptor closes at that
+		// child's exec, so a moment later the exec works.
+		if !errors.Is(err, syscall.ETXTBSY) || try == 5 {
+			return fail(fmt.Errorf("start %s: %w", exe, err))
+		}
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
 	}
 	inst.conn = &stdioTransport{stdin: stdin, stdout: stdout, max: cfg.MaxMessageBytes, onJunk: inst.onJunk, onTooLarge: inst.onTooLarge}
 
@@ -239,6 +238,32 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 	return inst, nil
 }
 
+// newCmd builds the server's command: from the copy, with its environment
+// alone, stderr to the log, stdin and stdout for the protocol.
+func newCmd(cfg Config, exe, app, home string, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmd := exec.Command(exe, cfg.Spec.Args...)
+	cmd.Dir = app
+	cmd.Env = buildEnv(cfg.Env, app, home)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = time.Second // a grandchild holding stderr must not hold Wait
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if u := cfg.User; u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}}
+	}
+	if cfg.ConfigureCmd != nil {
+		cfg.ConfigureCmd(cmd)
+	}
+	setProcAttr(cmd)
+	return cmd, stdin, stdout, nil
+}
+
 // start forks the server from a goroutine locked to its OS thread, which
 // stays alive (and locked) until the process is gone: Pdeathsig fires when
 // the forking thread exits, not the host.
@@ -247,9 +272,7 @@ func (inst *Instance) start() error {
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		if err := inst.cmd.Start(); err != nil {
-			inst.exitErr = err
-			close(inst.exited)
-			started <- err
+			started <- err // exited stays open: there was no process
 			return
 		}
 		inst.pid = inst.cmd.Process.Pid
