@@ -431,3 +431,43 @@ func TestNoServableTool(t *testing.T) {
 	}
 	emptyDir(t, cfg.RunDir)
 }
+
+func TestLaunchStopsWithItsContext(t *testing.T) {
+	cfg := helperConfig(t, "mute")
+	cfg.StartTimeout = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	// The host stops while the server (which never answers) starts: Launch
+	// must give up then, not after the minute of its start timeout.
+	stop := time.AfterFunc(200*time.Millisecond, cancel)
+	defer stop.Stop()
+	var cmd *exec.Cmd
+	cfg.ConfigureCmd = func(c *exec.Cmd) { cmd = c }
+	_, err := Launch(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if cmd.ProcessState == nil {
+		t.Error("the process was not waited for")
+	}
+	emptyDir(t, cfg.RunDir)
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	inst := launch(t, helperConfig(t, "good"))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				msg := strconv.Itoa(g*1000 + i)
+				out, err := inst.Invoke(context.Background(), "echo", []byte(`{"message":"`+msg+`"}`), 1<<20)
+				if err != nil || string(out) != `"`+msg+`"` {
+					t.Errorf("echo %s: %s, %v", msg, out, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
