@@ -1,6 +1,7 @@
 package mcprt
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -36,19 +37,22 @@ const (
 // (a newline or backslash), is refused with ErrUnsupportedFile: the digest
 // could not vouch for what it points to.
 func FolderDigest(dir string) (string, error) {
-	return walkFolder(dir, nil)
+	return walkFolder(context.Background(), dir, nil)
 }
 
 // copyFolder copies src into dst (which must not exist) and returns the
 // digest of what it wrote: each file is hashed from the very bytes written to
 // the copy, and the copy sits in a folder only the host can write, so the
 // digest is the copy's and nothing can change it between check and exec.
-func copyFolder(src, dst string) (string, error) {
+//
+// It stops between files once ctx is done: a big folder takes seconds,
+// which a stopping host should not wait for.
+func copyFolder(ctx context.Context, src, dst string) (string, error) {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return "", err
 	}
 	made := map[string]bool{dst: true} // folders made: a node_modules has thousands of files in hundreds of them
-	return walkFolder(src, func(rel string, fi fs.FileInfo) (io.WriteCloser, error) {
+	return walkFolder(ctx, src, func(rel string, fi fs.FileInfo) (io.WriteCloser, error) {
 		to := filepath.Join(dst, filepath.FromSlash(rel))
 		if dir := filepath.Dir(to); !made[dir] {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -69,7 +73,7 @@ type sink func(rel string, fi fs.FileInfo) (io.WriteCloser, error)
 
 // walkFolder lists dir's files, then reads each (never following a link)
 // into the hash, and into the sink's writer when there is a sink.
-func walkFolder(dir string, to sink) (string, error) {
+func walkFolder(ctx context.Context, dir string, to sink) (string, error) {
 	var files []string
 	var total int64
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -110,6 +114,9 @@ func walkFolder(dir string, to sink) (string, error) {
 	slices.Sort(files)
 	sum, fileSum := sha256.New(), sha256.New()
 	for _, name := range files {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("folder %s: %w", dir, err)
+		}
 		fileSum.Reset()
 		if err := readFile(dir, name[2:], fileSum, to); err != nil {
 			return "", fmt.Errorf("folder %s: %s: %w", dir, name[2:], err)

@@ -1,6 +1,7 @@
 package mcprt
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -90,12 +91,17 @@ func TestCopyFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "app")
-	got, err := copyFolder(src, dst)
+	got, err := copyFolder(context.Background(), src, dst)
 	if err != nil || got != want {
 		t.Fatalf("copyFolder = %s, %v; want %s", got, err, want)
 	}
 	if again, _ := FolderDigest(dst); again != want {
 		t.Errorf("the copy hashes to %s, not %s", again, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := copyFolder(ctx, src, filepath.Join(t.TempDir(), "app")); !errors.Is(err, context.Canceled) {
+		t.Errorf("a copy under a cancelled context: want context.Canceled, got %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "manifest.json")); !os.IsNotExist(err) {
 		t.Error("the manifest was copied; the server has no use for it")

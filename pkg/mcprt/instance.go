@@ -163,7 +163,7 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", who, err)
 	}
 	app, home := filepath.Join(run, "app"), filepath.Join(run, "home")
-	digest, err := copyFolder(cfg.Dir, app)
+	digest, err := copyFolder(ctx, cfg.Dir, app)
 	if err != nil {
 		return fail(fmt.Errorf("copy: %w", err))
 	}
