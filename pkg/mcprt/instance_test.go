@@ -471,3 +471,37 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A server in another language: plain Python, run by the operator-allowed
+// python3.
+func TestPythonServer(t *testing.T) {
+	// Debian's, not a version manager's shim (pyenv's is a bash script
+	// that needs the PATH a server does not get).
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("/usr/bin/python3 is not installed")
+	}
+	interp := Interpreters{}
+	if err := interp.Set("python3=" + python); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "pyserver")
+	digest, err := FolderDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := testLogger(t)
+	cfg := Config{
+		Skill: "py", Version: "1.0.0", Dir: dir, Interpreters: interp,
+		Spec:   Spec{Command: "python3", Args: []string{"-I", "server.py"}, SHA256: digest},
+		RunDir: t.TempDir(), Logger: log, StartTimeout: 30 * time.Second,
+	}
+	inst := launch(t, cfg)
+	var out struct{ Text, Home string }
+	if err := json.Unmarshal([]byte(invoke(t, inst, "shout", `{"text":"any language"}`)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "ANY LANGUAGE" || !strings.HasPrefix(out.Home, cfg.RunDir) {
+		t.Errorf("shout: %+v; want the text upper-cased and a HOME under %s", out, cfg.RunDir)
+	}
+}
