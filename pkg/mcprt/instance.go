@@ -76,6 +76,10 @@ type Config struct {
 	// be called before Launch returns (servers that add tools once
 	// initialized say so at once), and is then best answered the same way.
 	OnToolsChanged func(*Instance)
+	// Copies, if set, shares verified copies between instances of the
+	// same folder digest (a restart reuses its predecessor's). Default: a
+	// copy of its own per instance, removed with it.
+	Copies *Copies
 	// User, if set, is the account the server runs as (the host's
 	// --skill-user), with no supplementary groups. The copy then belongs to
 	// its group (folders 0750, files 0440 or 0550), its home to it (0700),
@@ -124,6 +128,8 @@ type Instance struct {
 	tools      atomic.Pointer[toolSet]
 	describeMu sync.Mutex // serializes Describe
 
+	releaseApp func() // gives a shared copy back; nil for a private one
+
 	stderr *stderrLog
 	junk   atomic.Int64
 	// firstJunk is the first non-JSON-RPC line, for a start error.
@@ -163,12 +169,12 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", who, err)
 	}
 	app, home := filepath.Join(run, "app"), filepath.Join(run, "home")
-	digest, err := copyFolder(ctx, cfg.Dir, app)
-	if err != nil {
-		return fail(fmt.Errorf("copy: %w", err))
-	}
-	if digest != cfg.Spec.SHA256 {
-		return fail(fmt.Errorf("%w: %s hashes to %s, the manifest says %s (a copy in progress?)", ErrDigestMismatch, cfg.Dir, digest, cfg.Spec.SHA256))
+	if cfg.Copies != nil {
+		if app, inst.releaseApp, err = cfg.Copies.acquire(ctx, cfg.Dir, cfg.Spec.SHA256, cfg.User); err != nil {
+			return fail(err)
+		}
+	} else if err := privateCopy(ctx, cfg, app); err != nil {
+		return fail(err)
 	}
 	exe, err := ResolveCommand(cfg.Spec.Command, cfg.Interpreters, app)
 	if err != nil {
@@ -178,7 +184,7 @@ func Launch(ctx context.Context, cfg Config) (*Instance, error) {
 		return fail(err)
 	}
 	if u := cfg.User; u != nil {
-		if err := openTo(u, run, app, home); err != nil {
+		if err := openHome(u, run, home); err != nil {
 			return fail(fmt.Errorf("open the run folder to uid %d, gid %d: %w", u.UID, u.GID, err))
 		}
 	}
@@ -525,6 +531,9 @@ func (inst *Instance) stop(grace time.Duration) {
 		if inst.conn != nil && inst.conn.conn != nil {
 			<-inst.conn.conn.done // stdout is closed by Wait: the reader ends
 		}
+		if inst.releaseApp != nil {
+			inst.releaseApp()
+		}
 		if inst.run != "" {
 			if err := os.RemoveAll(inst.run); err != nil {
 				inst.log.Warn("cannot remove the run folder", "dir", inst.run, "error", err)
@@ -533,11 +542,33 @@ func (inst *Instance) stop(grace time.Duration) {
 	})
 }
 
-// openTo gives the server's account what it needs of the run folder: its
-// group may read the copy (and run what is executable), it owns its home.
-func openTo(u *User, run, app, home string) error {
+// privateCopy copies cfg.Dir to app, for this instance alone, and checks
+// the copy's digest.
+func privateCopy(ctx context.Context, cfg Config, app string) error {
+	digest, err := copyFolder(ctx, cfg.Dir, app)
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	if digest != cfg.Spec.SHA256 {
+		return mismatch(cfg.Dir, digest, cfg.Spec.SHA256)
+	}
+	if u := cfg.User; u != nil {
+		if err := openApp(u, app); err != nil {
+			return fmt.Errorf("open the copy to gid %d: %w", u.GID, err)
+		}
+	}
+	return nil
+}
+
+func mismatch(dir, got, want string) error {
+	return fmt.Errorf("%w: %s hashes to %s, the manifest says %s (a copy in progress?)", ErrDigestMismatch, dir, got, want)
+}
+
+// openApp lets the server's account read the copy (and run what is
+// executable) through its group.
+func openApp(u *User, app string) error {
 	gid := int(u.GID)
-	err := filepath.WalkDir(app, func(p string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(app, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -555,10 +586,12 @@ func openTo(u *User, run, app, home string) error {
 		}
 		return os.Chmod(p, mode)
 	})
-	if err != nil {
-		return err
-	}
-	if err := os.Chown(home, int(u.UID), gid); err != nil {
+}
+
+// openHome gives the server's account its home, and a way through the run
+// folder to it.
+func openHome(u *User, run, home string) error {
+	if err := os.Chown(home, int(u.UID), int(u.GID)); err != nil {
 		return err
 	}
 	return os.Chmod(run, 0o711)

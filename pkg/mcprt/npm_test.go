@@ -157,6 +157,13 @@ func TestServerCrashRecovery(t *testing.T) {
 	cfg := npmConfig(t, "memory", memoryJS)
 	cfg.Logger, _ = testLogger(t)
 	cfg.Env = map[string]string{"MEMORY_FILE_PATH": "${HOME}/memory.jsonl"}
+	// The restart reuses the crashed instance's copy: checked, not copied.
+	copies, err := NewCopies(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copies.Close()
+	cfg.Copies = copies
 	exits := make(chan *Instance, 1)
 	cfg.OnExit = func(i *Instance) { exits <- i }
 	inst := launch(t, cfg)
@@ -169,14 +176,18 @@ func TestServerCrashRecovery(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no OnExit after the server was killed")
 	}
-	_, err := inst.Invoke(context.Background(), "read_graph", []byte(`{}`), 1<<20)
+	_, err = inst.Invoke(context.Background(), "read_graph", []byte(`{}`), 1<<20)
 	if re := wantCode(t, err, registry.CodeSkillUnavailable); !re.Retryable {
 		t.Error("not retryable")
 	}
+	inst.Kill() // what the supervisor does with a crashed instance
+	start := time.Now()
 	again := launch(t, cfg)
+	t.Logf("restarted in %s", time.Since(start))
 	if got := invoke(t, again, "read_graph", `{}`); !strings.Contains(got, "entities") {
 		t.Errorf("read_graph after restart: %s", got)
 	}
+	again.Close()
 }
 
 // scripts/install-mcp-skill.sh writes a version folder whose manifest the
