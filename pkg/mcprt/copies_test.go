@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 )
 
 func TestSharedCopies(t *testing.T) {
@@ -31,11 +30,7 @@ func TestSharedCopies(t *testing.T) {
 	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnExit")
-	}
+	await(t, exited, "OnExit after SIGKILL")
 	b.Kill()
 	a.Close()
 	c := launch(t, cfg)

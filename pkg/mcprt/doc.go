@@ -13,11 +13,11 @@
 // name ([Interpreters], the host's --runtime node=/usr/bin/node); absolute
 // paths, ".." and PATH lookups are refused with named errors. [Copies]
 // shares verified copies between instances of one digest, so a restart
-// after a crash hashes its predecessor's copy again instead of copying
-// the folder. The server
-// gets no host environment (the manifest's env, plus PATH and HOME inside
-// the run folder), its own process group and, on Linux, a parent-death
-// signal; its stderr goes to the host's log, its stdout is the protocol's.
+// after a crash hashes its predecessor's copy again instead of copying the
+// folder. The server gets no host environment (the manifest's env, plus
+// PATH and HOME inside the run folder), its own process group and, on
+// Linux, a parent-death signal; its stderr goes to the host's log, its
+// stdout is the protocol's.
 //
 // The protocol is the official go-sdk client over a transport of this
 // package that a third-party server cannot break: a line that is not

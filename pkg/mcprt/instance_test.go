@@ -19,6 +19,19 @@ import (
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
+// await waits for a signal the runtime sends, up to 10 s.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+		var zero T
+		return zero
+	}
+}
+
 func launch(t *testing.T, cfg Config) *Instance {
 	t.Helper()
 	inst, err := Launch(context.Background(), cfg)
@@ -221,11 +234,7 @@ func TestListChangedAndDescribe(t *testing.T) {
 		t.Fatalf("extra before it exists: want unknown_tool, got %v", err)
 	}
 	invoke(t, inst, "add-tool", `{}`)
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no list_changed callback")
-	}
+	await(t, changed, "list_changed callback")
 	specs, err := inst.Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -264,13 +273,8 @@ func TestCrashDuringCallAndRestart(t *testing.T) {
 	if re := wantCode(t, err, registry.CodeSkillCrashed); !strings.Contains(re.Message, "crashing on purpose") {
 		t.Errorf("the crash error does not carry the last stderr line: %v", re)
 	}
-	select {
-	case got := <-exits:
-		if got != inst {
-			t.Error("OnExit named another instance")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnExit after a crash")
+	if got := await(t, exits, "OnExit after a crash"); got != inst {
+		t.Error("OnExit named another instance")
 	}
 	<-inst.Exited()
 	if err := inst.ExitErr(); err == nil || !strings.Contains(err.Error(), "exit status 4") {
@@ -301,11 +305,7 @@ func TestKilledServerIsSeen(t *testing.T) {
 	if err := syscall.Kill(inst.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exits:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnExit after SIGKILL")
-	}
+	await(t, exits, "OnExit after SIGKILL")
 	_, err := inst.Invoke(context.Background(), "echo", []byte(`{}`), 1<<20)
 	wantCode(t, err, registry.CodeSkillUnavailable)
 }

@@ -171,11 +171,7 @@ func TestServerCrashRecovery(t *testing.T) {
 	if err := syscall.Kill(inst.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exits:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnExit after the server was killed")
-	}
+	await(t, exits, "OnExit after the server was killed")
 	_, err = inst.Invoke(context.Background(), "read_graph", []byte(`{}`), 1<<20)
 	if re := wantCode(t, err, registry.CodeSkillUnavailable); !re.Retryable {
 		t.Error("not retryable")
