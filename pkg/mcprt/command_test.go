@@ -109,3 +109,25 @@ func TestSpecCheckReportsEverything(t *testing.T) {
 		t.Errorf("a good spec: %v", err)
 	}
 }
+
+func TestToolName(t *testing.T) {
+	for in, want := range map[string]string{
+		"echo":            "echo",
+		"get-sum":         "get-sum",
+		"create_entities": "create_entities",
+		"getTinyImage":    "get_tiny_image",
+		"files.read":      "files_read",
+		"HTTPGet":         "httpget",
+		"list files":      "list_files",
+		"v2Search":        "v2_search",
+	} {
+		if got, ok := ToolName(in); !ok || got != want {
+			t.Errorf("ToolName(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "Bad Name!", "_x", "a__b", "工具", "9lives"} {
+		if got, ok := ToolName(in); ok {
+			t.Errorf("ToolName(%q) = %q, want no valid name", in, got)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import "errors"
 // skill, file or tool it is about.
 var (
 	// ErrNoCommand: the manifest names no command to run.
-	ErrNoCommand = errors.New("no command")
+	ErrNoCommand = errors.New("the manifest names no command to run")
 	// ErrAbsoluteCommand: the command is an absolute path. A manifest may
 	// never pick a host binary; interpreters come from the operator's
 	// allow map (--runtime name=/path) only.
