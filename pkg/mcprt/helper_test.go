@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 // format rather than an SDK so that it can misbehave in every way the
 // runtime must survive. Modes:
 //
-//	good       echo, add, sleep, fail, crash, big, env, add-tool
+//	good       echo, add, sleep, fail, crash, big, env, add-tool, spawn
 //	noisy      good, with a junk line on stdout before every message
 //	mute       reads stdin, never answers
 //	junk       writes banners to stdout, never answers
@@ -135,6 +136,7 @@ func (h *helperServer) tools() []any {
 		tool("big", "returns n bytes of text", objSchema),
 		tool("env", "returns its environment", objSchema),
 		tool("add-tool", "adds the tool extra and says so", objSchema),
+		tool("spawn", "starts a child process and returns its pid", objSchema),
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -200,6 +202,13 @@ func (h *helperServer) call(id json.RawMessage, name string, args map[string]any
 		h.mu.Unlock()
 		h.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		h.reply(id, text("added"))
+	case "spawn":
+		child := exec.Command("/bin/sleep", "300")
+		if err := child.Start(); err != nil {
+			h.fail(id, -32603, err.Error())
+			return
+		}
+		h.reply(id, map[string]any{"content": []any{}, "structuredContent": map[string]any{"pid": child.Process.Pid}})
 	case "ok", "getThing", "extra":
 		h.reply(id, text("called "+name))
 	default:

@@ -93,7 +93,7 @@ func TestServesTools(t *testing.T) {
 	t.Setenv("MCPRT_CANARY_SECRET", "must-not-leak")
 	cfg := helperConfig(t, "good")
 	inst := launch(t, cfg)
-	if got, want := toolNames(inst.Tools()), []string{"add", "add-tool", "big", "crash", "echo", "env", "fail", "sleep"}; !slices.Equal(got, want) {
+	if got, want := toolNames(inst.Tools()), []string{"add", "add-tool", "big", "crash", "echo", "env", "fail", "sleep", "spawn"}; !slices.Equal(got, want) {
 		t.Fatalf("tools: got %v, want %v", got, want)
 	}
 	if got := invoke(t, inst, "echo", `{"message":"hi"}`); got != `"hi"` {
@@ -308,6 +308,45 @@ func TestKilledServerIsSeen(t *testing.T) {
 	await(t, exits, "OnExit after SIGKILL")
 	_, err := inst.Invoke(context.Background(), "echo", []byte(`{}`), 1<<20)
 	wantCode(t, err, registry.CodeSkillUnavailable)
+}
+
+// gone reports whether pid has exited: no such process, or a zombie that
+// nobody has reaped yet (a container's init may never).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+// The server's children die with it: at Close, and when it crashes.
+func TestChildrenDieWithTheServer(t *testing.T) {
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("no /bin/sleep")
+	}
+	for _, how := range []string{"close", "crash"} {
+		t.Run(how, func(t *testing.T) {
+			inst := launch(t, helperConfig(t, "good"))
+			var out struct{ PID int }
+			if err := json.Unmarshal([]byte(invoke(t, inst, "spawn", `{}`)), &out); err != nil || out.PID == 0 {
+				t.Fatalf("spawn: %v", err)
+			}
+			if gone(out.PID) {
+				t.Fatal("the child is not running")
+			}
+			if how == "crash" {
+				_, _ = inst.Invoke(context.Background(), "crash", []byte(`{}`), 1<<20)
+				<-inst.Exited()
+			} else {
+				inst.Close()
+			}
+			if !testenv.WaitFor(5*time.Second, func() bool { return gone(out.PID) }) {
+				t.Errorf("the server's child %d outlived it", out.PID)
+			}
+		})
+	}
 }
 
 func TestNeverAnswersInitialize(t *testing.T) {
