@@ -11,7 +11,9 @@
 # script and SERVER_ARGS as "args", and the folder digest as "sha256"; then
 # it renames the folder to SKILLS/<name>/<version> (the package's version).
 # The host runs "node" only if the operator allowed it
-# (host serve --runtime node=/usr/bin/node).
+# (host serve --runtime node=/usr/bin/node). Not wired yet: today's daemon
+# and host validate do not read "runtime": "mcp" manifests (pkg/mcprt runs
+# them; see the status note in docs/manifest.md).
 #
 # Options:
 #   --skills DIR        the tree (default: the repository's skills/)
@@ -31,7 +33,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=SCRIPTDIR/lib/install.sh
 . "$root/scripts/lib/install.sh"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 skills="$root/skills"
 pkg= name= bin= description=
