@@ -109,9 +109,13 @@ func (t *stdioTransport) received(msg jsonrpc.Message) {
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcpsdk.Connection, error) {
-	c := &conn{t: t, incoming: make(chan readResult), closed: make(chan struct{}), done: make(chan struct{})}
+	c := &conn{
+		t: t, incoming: make(chan readResult), writes: make(chan frame),
+		closed: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
+	}
 	t.conn = c
 	go c.readLoop()
+	go c.writeLoop()
 	return c, nil
 }
 
@@ -121,13 +125,19 @@ type readResult struct {
 }
 
 type conn struct {
-	t        *stdioTransport
-	incoming chan readResult
-	closed   chan struct{} // closed by Close
-	done     chan struct{} // closed when readLoop returns
-	once     sync.Once
+	t          *stdioTransport
+	incoming   chan readResult
+	writes     chan frame    // to writeLoop, the one writer of stdin
+	closed     chan struct{} // closed by Close
+	done       chan struct{} // closed when readLoop returns
+	writerDone chan struct{} // closed when writeLoop returns
+	once       sync.Once
+}
 
-	writeMu sync.Mutex // serializes frames on stdin
+// frame is one encoded message for writeLoop, and where its result goes.
+type frame struct {
+	data []byte
+	done chan error // capacity 1
 }
 
 func (c *conn) SessionID() string { return "" }
@@ -153,10 +163,39 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	data = append(data, '\n')
 	c.t.sent(msg)
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.t.stdin.Write(data)
-	return err
+	// A server that stops reading its stdin fills the pipe, and a write
+	// then blocks: the caller must still get its deadline. The frame is
+	// handed to writeLoop, which writes it whole or not at all, and the
+	// caller waits for that or for its context, whichever comes first.
+	f := frame{data: data, done: make(chan error, 1)}
+	select {
+	case c.writes <- f:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return io.ErrClosedPipe
+	}
+	select {
+	case err := <-f.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeLoop writes frames to stdin one at a time. It ends at Close, whose
+// closing of stdin also ends a write that blocks.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case f := <-c.writes:
+			_, err := c.t.stdin.Write(f.data)
+			f.done <- err
+		case <-c.closed:
+			return
+		}
+	}
 }
 
 // Close closes the server's stdin, which is how MCP's stdio transport asks

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 //	noisy      good, with a junk line on stdout before every message
 //	mute       reads stdin, never answers
 //	junk       writes banners to stdout, never answers
+//	deaf       good until its first tools/list is answered, then never reads stdin again
 //	crash      exits 3 at once, after a line on stderr
 //	badschema  one good tool among tools the registry refuses
 func runHelper(mode string) int {
@@ -68,6 +69,10 @@ func runHelper(mode string) int {
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
 			continue // a notification, or nothing we know
+		}
+		if mode == "deaf" && m.Method == "tools/list" {
+			h.handle(m.ID, m.Method, m.Params)
+			select {} // stdin fills up; only a kill ends this
 		}
 		wg.Add(1)
 		go func() {

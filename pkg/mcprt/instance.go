@@ -510,10 +510,14 @@ func (inst *Instance) Kill() { inst.stop(0) }
 func (inst *Instance) stop(grace time.Duration) {
 	inst.stopOnce.Do(func() {
 		inst.stopping.Store(true)
-		if inst.cs != nil {
-			_ = inst.cs.Close() // closes stdin: the server's cue to exit
-		} else if inst.conn != nil && inst.conn.conn != nil {
+		// Close stdin first, the server's cue to exit: writes still
+		// pending (a server that stopped reading) then fail at once,
+		// rather than hold the session's Close for their 5 s.
+		if inst.conn != nil && inst.conn.conn != nil {
 			_ = inst.conn.conn.Close()
+		}
+		if inst.cs != nil {
+			_ = inst.cs.Close()
 		}
 		if inst.pid > 0 {
 			t := time.NewTimer(grace)
@@ -528,8 +532,9 @@ func (inst *Instance) stop(grace time.Duration) {
 			<-inst.exited
 		}
 		<-inst.sessionUp
-		if inst.conn != nil && inst.conn.conn != nil {
-			<-inst.conn.conn.done // stdout is closed by Wait: the reader ends
+		if c := inst.conn; c != nil && c.conn != nil {
+			<-c.conn.done       // stdout is closed by Wait: the reader ends
+			<-c.conn.writerDone // stdin is closed: the writer ends
 		}
 		if inst.releaseApp != nil {
 			inst.releaseApp()

@@ -264,6 +264,33 @@ func TestDeadlineEndsTheCall(t *testing.T) {
 	}
 }
 
+// A server that stops reading stdin fills the pipe: calls still end at
+// their deadline, and Close still ends the server.
+func TestServerThatStopsReading(t *testing.T) {
+	cfg := helperConfig(t, "deaf")
+	cfg.StopTimeout = 100 * time.Millisecond
+	inst := launch(t, cfg)
+	big := []byte(`{"message":"` + strings.Repeat("x", 1<<20) + `"}`) // far over a pipe's 64 KiB
+	for i := 0; i < 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		start := time.Now()
+		_, err := inst.Invoke(ctx, "echo", big, 1<<20)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call %d: want the deadline, got %v", i, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("call %d outlived its deadline by %s", i, d)
+		}
+		t.Logf("call %d took %s", i, time.Since(start))
+	}
+	pid := inst.PID()
+	start := time.Now()
+	inst.Close()
+	t.Logf("close took %s", time.Since(start))
+	reaped(t, pid)
+}
+
 func TestCrashDuringCallAndRestart(t *testing.T) {
 	cfg := helperConfig(t, "good")
 	exits := make(chan *Instance, 2)
