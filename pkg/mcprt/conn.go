@@ -30,7 +30,9 @@ const codeTooLarge = -32090
 //     onJunk and skipped;
 //   - a line longer than max is never held in memory: it is streamed
 //     through a small scanner that finds its top-level "id", and the call
-//     waiting for it gets a codeTooLarge error in its place.
+//     waiting for it gets a codeTooLarge error in its place;
+//   - a server that stops reading stdin cannot hold a caller past its
+//     deadline: one goroutine writes, callers wait for it or their context.
 type stdioTransport struct {
 	stdin  io.WriteCloser
 	stdout io.Reader
