@@ -2,7 +2,8 @@ package registry
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,34 +231,27 @@ func (r *Registry) publish(next *Snapshot, c Change) {
 func (r *Registry) Changed() <-chan struct{} { return *r.changed.Load() }
 
 // with returns a copy of s in which skill is served by e (nil removes it,
-// remembering reason).
+// remembering reason). It costs the skill's own tools plus a copy of the
+// tool map and of the sorted pointer list: no per-tool work for the other
+// skills, so a publish stays cheap at 10,000 tools.
 func (s *Snapshot) with(skill string, e *skillEntry, reason string) *Snapshot {
 	next := &Snapshot{
 		gen:    s.gen + 1,
-		skills: make(map[string]*skillEntry, len(s.skills)+1),
-		tools:  make(map[string]*Tool, len(s.tools)+8),
-		absent: make(map[string]string, len(s.absent)),
+		skills: maps.Clone(s.skills),
+		tools:  maps.Clone(s.tools),
+		absent: maps.Clone(s.absent),
 		rerank: s.rerank,
 	}
-	for k, v := range s.skills {
-		if k != skill {
-			next.skills[k] = v
-		}
-	}
-	for k, v := range s.absent {
-		if k != skill {
-			next.absent[k] = v
-		}
-	}
+	delete(next.skills, skill)
+	delete(next.absent, skill)
 	if e != nil {
 		next.skills[skill] = e
 	} else if reason != "" {
 		next.absent[skill] = reason
 	}
-	prefix := skill + "."
-	for k, t := range s.tools {
-		if !strings.HasPrefix(k, prefix) {
-			next.tools[k] = t
+	if prev, ok := s.skills[skill]; ok {
+		for _, t := range prev.tools {
+			delete(next.tools, t.Name)
 		}
 	}
 	var tools []*Tool
@@ -267,23 +261,12 @@ func (s *Snapshot) with(skill string, e *skillEntry, reason string) *Snapshot {
 			next.tools[t.Name] = t
 		}
 	}
-	// The other skills' tools are already in order: merge the new ones in
-	// rather than sorting everything again (a swap at 10,000 tools).
-	added := append([]*Tool(nil), tools...)
-	sort.Slice(added, func(i, j int) bool { return added[i].Name < added[j].Name })
-	next.sorted = make([]*Tool, 0, len(next.tools))
-	ai := 0
-	for _, t := range s.sorted {
-		if strings.HasPrefix(t.Name, prefix) {
-			continue
-		}
-		for ai < len(added) && added[ai].Name < t.Name {
-			next.sorted = append(next.sorted, added[ai])
-			ai++
-		}
-		next.sorted = append(next.sorted, t)
-	}
-	next.sorted = append(next.sorted, added[ai:]...)
+	// A skill's tools are one run of the sorted list (they share the prefix
+	// "skill."): cut the old run out and put the new one in its place.
+	lo, _ := slices.BinarySearchFunc(s.sorted, skill+".", func(t *Tool, k string) int { return strings.Compare(t.Name, k) })
+	hi, _ := slices.BinarySearchFunc(s.sorted, skill+"/", func(t *Tool, k string) int { return strings.Compare(t.Name, k) })
+	added := slices.SortedFunc(slices.Values(tools), func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	next.sorted = slices.Concat(s.sorted[:lo], added, s.sorted[hi:])
 	next.index = s.index.replace(skill, tools, e)
 	return next
 }

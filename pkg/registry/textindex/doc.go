@@ -20,8 +20,10 @@
 // goroutines may Search it; the registry keeps the current one behind an
 // atomic.Pointer. Writes are per skill (a skill loads, reloads or goes
 // away), so Replace returns a new Index that differs in one skill and
-// shares everything else with its receiver: the per-term posting lists it
-// does not touch, and the document records. Corpus statistics (document
+// shares everything else with its receiver: the term dictionary is cut
+// into shards by hash and each posting list into blocks by slot, and
+// Replace copies only the shards and blocks the skill's terms fall in, so
+// a publish at 10,000 tools costs what the skill's own documents cost. Corpus statistics (document
 // count, field lengths, document frequency) are global and kept exact, so
 // an index reached by any sequence of Replace calls ranks exactly like one
 // built by New over the same tools. Search accumulates scores in a dense

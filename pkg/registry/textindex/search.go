@@ -92,7 +92,7 @@ func (ix *Index) withAbbreviations(qts []queryTerm) []queryTerm {
 		}
 		for k := len(t) - 1; k >= cfg.abbrevMin; k-- {
 			p := t[:k]
-			if _, ok := ix.terms[p]; !ok {
+			if ix.postings(p).df == 0 {
 				continue
 			}
 			if !slices.ContainsFunc(qts, func(q queryTerm) bool { return q.term == p }) {
@@ -147,35 +147,37 @@ func (ix *Index) Search(q Query) []Hit {
 	k1 := sc.k1
 
 	for _, qt := range qts {
-		ps := ix.terms[qt.term]
-		if len(ps) == 0 {
+		pl := ix.postings(qt.term)
+		if pl.df == 0 {
 			continue
 		}
-		df := float64(len(ps))
+		df := float64(pl.df)
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		qtf := qt.qtf
 		if sc.k3 > 0 {
 			qtf = qtf * (sc.k3 + 1) / (qtf + sc.k3)
 		}
 		w := idf * qtf * (k1 + 1)
-		for i := range ps {
-			p := &ps[i]
-			d := ix.docs[p.doc]
-			var tfw float64
-			for f := range numFields {
-				if tf := p.tf[f]; tf != 0 {
-					tfw += sc.weight[f] * float64(tf) / (1 - sc.b[f] + norm[f]*float64(d.lens[f]))
+		for _, b := range pl.blocks {
+			for i := range b {
+				p := &b[i]
+				d := ix.docs[p.doc]
+				var tfw float64
+				for f := range numFields {
+					if tf := p.tf[f]; tf != 0 {
+						tfw += sc.weight[f] * float64(tf) / (1 - sc.b[f] + norm[f]*float64(d.lens[f]))
+					}
 				}
-			}
-			if tfw == 0 {
-				continue
-			}
-			if score[p.doc] == 0 {
-				touched = append(touched, p.doc)
-			}
-			score[p.doc] += w * tfw / (tfw + k1)
-			if p.tf[fName] != 0 && !qt.abbrev {
-				named[p.doc] += p.tf[fName]
+				if tfw == 0 {
+					continue
+				}
+				if score[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
+				score[p.doc] += w * tfw / (tfw + k1)
+				if p.tf[fName] != 0 && !qt.abbrev {
+					named[p.doc] += p.tf[fName]
+				}
 			}
 		}
 	}
