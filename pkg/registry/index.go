@@ -32,7 +32,7 @@ func (s *searchIndex) replace(skill string, tools []*Tool, e *skillEntry) *searc
 func (s *searchIndex) search(snap *Snapshot, text string, limit int, accept func(*Tool) (bool, float64)) []Hit {
 	boosts := map[string]float64{}
 	raw := s.ix.Search(textindex.Query{Text: text, Limit: limit * 2, Accept: func(key string) bool {
-		t, ok := snap.tools[key]
+		t, ok := snap.Tool(key)
 		if !ok {
 			return false
 		}
@@ -44,7 +44,8 @@ func (s *searchIndex) search(snap *Snapshot, text string, limit int, accept func
 	}})
 	hits := make([]Hit, 0, len(raw))
 	for _, h := range raw {
-		hits = append(hits, Hit{Tool: snap.tools[h.Key], Score: h.Score * boosts[h.Key]})
+		t, _ := snap.Tool(h.Key) // Accept found it
+		hits = append(hits, Hit{Tool: t, Score: h.Score * boosts[h.Key]})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
 	return hits
