@@ -9,8 +9,12 @@
 // split (snake_case, camelCase, dots, digits), English words lose stopwords
 // and are Porter-stemmed, and Chinese, Japanese and Korean text, which has no
 // spaces, becomes character unigrams plus bigrams, so "查询报销制度" meets a
-// tool tagged "报销". On top of BM25F, a tool whose name words the request
-// covers is boosted: names are the most deliberate summary a tool has. The
+// tool tagged "报销". Arithmetic reads as words ("17*23+4" as "17 times 23
+// plus 4"), so a bare expression still finds a calculator. On the query
+// side, a word's longest prefix that the index holds also counts, a little
+// ("calculate" meets "calc"), and a word a long prompt repeats saturates.
+// On top of BM25F, a tool whose name words the request covers is boosted:
+// names are the most deliberate summary a tool has. The
 // weights and every other choice were measured on the BFCL tool-retrieval
 // data; TUNING.md logs what each bought, and Evaluate and LoadBFCL let the
 // host re-run the measurement.

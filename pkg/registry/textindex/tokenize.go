@@ -9,8 +9,9 @@ import (
 // Tokenize returns the index terms of s, in order, exactly as the index and
 // queries see them: lowercased, identifiers split (snake_case, camelCase,
 // dots, letter/digit boundaries), stopwords and one-letter words dropped,
-// English words stemmed, and CJK runs emitted as unigrams followed by
-// overlapping bigrams.
+// English words stemmed, CJK runs emitted as unigrams followed by
+// overlapping bigrams, and the operators of arithmetic expressions emitted
+// as words (see arithmeticOps).
 func Tokenize(s string) []string {
 	var out []string
 	forEachTerm(s, func(t string) { out = append(out, t) })
