@@ -19,6 +19,9 @@ type Doc struct {
 	Tags             []string // free-form labels, any language
 	SkillDescription string   // what the skill as a whole does
 	Params           []Param  // see ParamsFromSchema
+	// Ref is the caller's own handle on the document (the registry's
+	// *Tool), handed back in its hits so that no lookup by Key is needed.
+	Ref any
 }
 
 // Fields of a document. Each has its own weight and length normalisation.
@@ -44,6 +47,7 @@ type posting struct {
 type docInfo struct {
 	key   string
 	skill string
+	ref   any
 	lens  [numFields]float32
 }
 
@@ -354,7 +358,7 @@ func (ix *Index) place(d *Doc, skill string, scratch map[string]*[numFields]uint
 		slot = int32(len(ix.docs))
 		ix.docs = append(ix.docs, nil)
 	}
-	ix.docs[slot] = &docInfo{key: d.Key, skill: skill, lens: lens}
+	ix.docs[slot] = &docInfo{key: d.Key, skill: skill, ref: d.Ref, lens: lens}
 	for f := range numFields {
 		ix.totalLen[f] += float64(lens[f])
 	}

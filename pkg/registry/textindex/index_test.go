@@ -112,22 +112,29 @@ func TestSearchTiesByKey(t *testing.T) {
 }
 
 func TestSearchAccept(t *testing.T) {
-	ix := New(testDocs())
+	docs := testDocs()
+	for i := range docs {
+		docs[i].Ref = "ref:" + docs[i].Key
+	}
+	ix := New(docs)
 	var calls int
-	hits := ix.Search(Query{Text: "weather city", Accept: func(k string) bool {
+	hits := ix.Search(Query{Text: "weather city", Accept: func(h Hit) bool {
 		calls++
-		return k != "weather.get_forecast"
+		if h.Ref != "ref:"+h.Key {
+			t.Errorf("Accept got %s with Ref %v", h.Key, h.Ref)
+		}
+		return h.Key != "weather.get_forecast"
 	}})
 	if slices.Contains(keys(hits), "weather.get_forecast") {
 		t.Errorf("rejected key returned: %v", hits)
 	}
-	if len(hits) == 0 || hits[0].Key != "weather.current" {
-		t.Errorf("hits = %v, want weather.current first", hits)
+	if len(hits) == 0 || hits[0].Key != "weather.current" || hits[0].Ref != "ref:weather.current" {
+		t.Errorf("hits = %v, want weather.current (with its Ref) first", hits)
 	}
 	if calls == 0 {
 		t.Error("Accept never called")
 	}
-	if hits := ix.Search(Query{Text: "weather", Accept: func(string) bool { return false }}); len(hits) != 0 {
+	if hits := ix.Search(Query{Text: "weather", Accept: func(Hit) bool { return false }}); len(hits) != 0 {
 		t.Errorf("reject-all returned %v", hits)
 	}
 }

@@ -9,14 +9,15 @@ import (
 // Query is one prefilter request.
 type Query struct {
 	Text   string
-	Limit  int                   // <=0 means DefaultLimit
-	Accept func(key string) bool // nil accepts all; called only for candidates that would make the cut
+	Limit  int            // <=0 means DefaultLimit
+	Accept func(Hit) bool // nil accepts all; called only for candidates that would make the cut
 }
 
 // Hit is one scored document.
 type Hit struct {
 	Key   string
 	Score float64
+	Ref   any // the document's Doc.Ref
 }
 
 // DefaultLimit is the number of hits Search returns when Query.Limit <= 0.
@@ -233,17 +234,23 @@ func better(a, b Hit) bool {
 // topK selects the limit best accepted documents among the touched ones.
 // Accept is called only for a candidate that would enter the current top
 // list, so a selective filter costs few calls.
-func topK(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+func topK(ix *Index, score []float64, touched []int32, limit int, accept func(Hit) bool) []Hit {
 	if limit > maxInsertionLimit {
 		return topKSort(ix, score, touched, limit, accept)
 	}
 	hits := make([]Hit, 0, min(limit, len(touched)))
 	for _, d := range touched {
-		h := Hit{Key: ix.docs[d].key, Score: score[d]}
+		// Most candidates lose on score alone: decide those without
+		// reading their document record, a cache miss each.
+		if len(hits) == limit && score[d] < hits[len(hits)-1].Score {
+			continue
+		}
+		info := ix.docs[d]
+		h := Hit{Key: info.key, Score: score[d], Ref: info.ref}
 		if len(hits) == limit && !better(h, hits[len(hits)-1]) {
 			continue
 		}
-		if accept != nil && !accept(h.Key) {
+		if accept != nil && !accept(h) {
 			continue
 		}
 		// Insertion into a short sorted list: limit is a handful.
@@ -264,12 +271,12 @@ func topK(ix *Index, score []float64, touched []int32, limit int, accept func(st
 const maxInsertionLimit = 64
 
 // topKSort is topK for large limits: it filters, sorts and truncates.
-func topKSort(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+func topKSort(ix *Index, score []float64, touched []int32, limit int, accept func(Hit) bool) []Hit {
 	hits := make([]Hit, 0, len(touched))
 	for _, d := range touched {
-		key := ix.docs[d].key
-		if accept == nil || accept(key) {
-			hits = append(hits, Hit{Key: key, Score: score[d]})
+		info := ix.docs[d]
+		if h := (Hit{Key: info.key, Score: score[d], Ref: info.ref}); accept == nil || accept(h) {
+			hits = append(hits, h)
 		}
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
