@@ -114,25 +114,25 @@ func (ix *Index) postings(term string) postingList {
 // Keys should be unique; the index does not check.
 func New(docs []Doc) *Index {
 	ix := &Index{skills: map[string]*segment{}, terms: new(termShards)}
-	bySkill := map[string][]int32{} // skill → slots, in order
-	flat := map[string][]posting{}  // term → postings in slot order
+	bySkill := map[string][]int32{}                // skill → slots, in order (so sorted)
+	skillTerms := map[string]map[string]struct{}{} // skill → its distinct terms
+	flat := map[string][]posting{}                 // term → postings in slot order
 	scratch := map[string]*[numFields]uint16{}
 	for i := range docs {
-		slot := ix.place(&docs[i], docs[i].Skill, scratch)
-		bySkill[docs[i].Skill] = append(bySkill[docs[i].Skill], slot)
+		skill := docs[i].Skill
+		slot := ix.place(&docs[i], skill, scratch)
+		bySkill[skill] = append(bySkill[skill], slot)
+		terms := skillTerms[skill]
+		if terms == nil {
+			terms = map[string]struct{}{}
+			skillTerms[skill] = terms
+		}
 		for t, tf := range scratch {
 			flat[t] = append(flat[t], posting{doc: slot, tf: *tf})
+			terms[t] = struct{}{}
 		}
 	}
-	skillTerms := map[string]map[string]struct{}{}
 	for t, ps := range flat {
-		for _, p := range ps {
-			skill := ix.docs[p.doc].skill
-			if skillTerms[skill] == nil {
-				skillTerms[skill] = map[string]struct{}{}
-			}
-			skillTerms[skill][t] = struct{}{}
-		}
 		shard := &ix.terms[shardOf(t)]
 		if *shard == nil {
 			*shard = map[string]postingList{}
