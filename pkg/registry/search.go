@@ -95,7 +95,7 @@ func (s *Snapshot) SearchContext(ctx context.Context, q Query) []Hit {
 		if s.rerank != nil {
 			pool = max(limit, rerankPool)
 		}
-		hits = s.index.search(s, q.Text, pool, func(t *Tool) (bool, float64) {
+		hits = s.index.search(q.Text, pool, func(t *Tool) (bool, float64) {
 			ok, matched := accept(t)
 			return ok, 1 + tagBoost*float64(matched)
 		})
