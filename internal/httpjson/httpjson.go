@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -87,19 +86,4 @@ func bodyError(err error, limit int64, emptyHint string) error {
 	default:
 		return registry.Errorf(registry.CodeBadRequest, "request body: %v", err)
 	}
-}
-
-// ListParam reads a list query parameter that may be repeated and
-// comma separated (?tags=a,b&tags=c), trimming blanks, as every face of
-// the host reads tags and skills.
-func ListParam(q url.Values, key string) []string {
-	var out []string
-	for _, v := range q[key] {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }

@@ -103,7 +103,7 @@ profiles:
 		strings.Join(r.Delegates, ",") != "policy-officer" || ps.MaxDepth() != 1 {
 		t.Fatalf("researcher = %+v", r)
 	}
-	if strings.Join(po.Tags, ",") != "制度,policy" || po.MaxTools != 3 {
+	if strings.Join(po.Tags, ",") != "policy,制度" || po.MaxTools != 3 {
 		t.Fatalf("policy-officer = %+v", po)
 	}
 }

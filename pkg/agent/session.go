@@ -101,7 +101,7 @@ func (r *run) newSession(ctx context.Context, p *Profile, depth int, parent stri
 // registry is the point of the prefilter.
 func (s *session) selectTools(ctx context.Context, text string) {
 	snap := s.r.a.cfg.Registry.Snapshot()
-	q := registry.Query{Text: text, Tags: s.p.Tags, Skills: s.p.Skills, ReadOnly: s.p.Mode != ModeFull, Limit: s.p.MaxTools}
+	q := registry.Query{Text: text, Filter: s.p.Filter(), Limit: s.p.MaxTools}
 	hits := snap.SearchContext(ctx, q) // with the run's context: a rerank may call out
 	if len(hits) < s.p.MaxTools && (len(s.p.Tags) > 0 || len(s.p.Skills) > 0) {
 		q.Text = ""

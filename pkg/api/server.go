@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/manifest"
@@ -158,28 +157,27 @@ func view(t *registry.Tool) toolView { return toolView{Tool: t, Available: t.Ava
 // other is refused, so a typo (tag= for tags=) does not silently list all.
 var queryParams = map[string]bool{"q": true, "tags": true, "match": true, "skills": true, "read_only": true, "limit": true}
 
-// query reads q, tags, match, skills, read_only and limit. ranked reports
-// whether any of them was given: /v1/tools then answers a ranked pick in
-// place of the plain list. A limit not given stays 0, and each endpoint
-// applies its own default.
+// query reads q and limit, and the filter (tags, match, skills, read_only)
+// as every face reads it. ranked reports whether any parameter was given:
+// /v1/tools then answers a ranked pick in place of the plain list. A limit
+// not given stays 0, and each endpoint applies its own default.
 func query(r *http.Request) (q registry.Query, ranked bool, err error) {
 	v := r.URL.Query()
 	for k := range v {
 		if !queryParams[k] {
-			return q, false, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k)
+			return q, false, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k).With("parameter", k)
 		}
 	}
-	q = registry.Query{Text: v.Get("q"), MatchAll: v.Get("match") == "all", ReadOnly: v.Get("read_only") == "true"}
-	q.Tags, q.Skills = httpjson.ListParam(v, "tags"), httpjson.ListParam(v, "skills")
+	if q.Filter, err = registry.ParseFilter(v); err != nil {
+		return q, false, err
+	}
+	q.Text = v.Get("q")
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > registry.MaxLimit {
-			return q, false, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l)
+			return q, false, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l).With("parameter", "limit")
 		}
 		q.Limit = n
-	}
-	if m := v.Get("match"); m != "" && m != "all" && m != "any" {
-		return q, false, badRequest(`match must be "any" or "all", not %q`, m)
 	}
 	return q, len(v) > 0, nil
 }

@@ -70,7 +70,7 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := ParseFilter(r.URL.Query())
 	if err != nil {
-		writeError(w, registry.Errorf(registry.CodeBadRequest, "%v", err))
+		writeError(w, err)
 		return
 	}
 	stream := r.Method == http.MethodGet
