@@ -21,20 +21,6 @@ func Write(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-type errorBody struct {
-	Error *registry.Error `json:"error"`
-}
-
-// Error answers err as {"error": {...}} with status; a retryable error
-// carries Retry-After.
-func Error(w http.ResponseWriter, status int, err error) {
-	e := registry.AsError(err)
-	if e.Retryable {
-		w.Header().Set("Retry-After", "1")
-	}
-	Write(w, status, errorBody{Error: e})
-}
-
 // Decode reads a JSON request body into v: at most limit bytes, unknown
 // fields refused, exactly one value, and a JSON content type (or none).
 // emptyHint completes the message for an empty body, e.g. `expected

@@ -49,7 +49,7 @@ func (a *Agent) serveChat(w http.ResponseWriter, r *http.Request) {
 	case err != nil && !sse.started:
 		writeError(w, err)
 	case err != nil:
-		sse.write(EventError, errorBody{Error: registry.AsError(err)})
+		sse.write(EventError, httpjson.ErrorBody{Error: registry.AsError(err)})
 	default:
 		sse.write(EventDone, resp)
 	}
@@ -76,7 +76,7 @@ func (s *sseWriter) event(e Event) { s.write(e.Type, e) }
 func (s *sseWriter) write(t EventType, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(errorBody{Error: registry.Errorf(registry.CodeInternal, "encoding a %s event: %v", t, err)})
+		b, _ = json.Marshal(httpjson.ErrorBody{Error: registry.Errorf(registry.CodeInternal, "encoding a %s event: %v", t, err)})
 		t = EventError
 	}
 	s.mu.Lock()
@@ -141,15 +141,9 @@ func (s *sseWriter) stopHeartbeat() {
 	}
 }
 
-type errorBody struct {
-	Error *registry.Error `json:"error"`
-}
-
 // writeError answers err in the one error shape, with the status of its
 // code.
-func writeError(w http.ResponseWriter, err error) {
-	httpjson.Error(w, HTTPStatus(registry.AsError(err).Code), err)
-}
+func writeError(w http.ResponseWriter, err error) { httpjson.WriteError(w, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

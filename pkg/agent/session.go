@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/registry/openaitools"
 )
 
 // run is what the sessions of one Run share: the event sink and the
@@ -123,7 +124,7 @@ func (s *session) selectTools(ctx context.Context, text string) {
 			continue
 		}
 		s.offered[h.Tool.LLMName] = h.Tool
-		s.tools = append(s.tools, registry.OpenAITool(h.Tool))
+		s.tools = append(s.tools, openaitools.Tool(h.Tool))
 	}
 	if s.depth < s.r.a.cfg.Profiles.MaxDepth() {
 		for _, name := range s.p.Delegates {

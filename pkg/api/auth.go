@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -45,7 +46,7 @@ func RequireTokens(h http.Handler, t Tokens) http.Handler {
 		admin, invoke := match(got, t.Admin), match(got, t.Invoke)
 		if !admin && !invoke {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillhost"`)
-			writeError(w, registry.Errorf(registry.CodeUnauthorized, "missing or wrong bearer token"))
+			writeError(w, registry.Errorf(httpjson.CodeUnauthorized, "missing or wrong bearer token"))
 			return
 		}
 		if !admin && adminAction(r) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/manifest"
@@ -109,8 +110,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: registry.Errorf(registry.CodeMethodNotAllowed,
-			"%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", "))})
+		writeError(w, registry.Errorf(httpjson.CodeMethodNotAllowed,
+			"%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", ")))
 		return
 	}
 	writeError(w, notFound("no endpoint %s %s; see docs/api.md", r.Method, r.URL.Path))
