@@ -49,7 +49,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}
 	state := map[string]any{
-		"skills": s.cfg.Skills.Status(), "tools": s.cfg.Registry.Snapshot().Len(),
+		"skills": skillList(s.cfg.Skills.Status(), nil).Skills, "tools": s.cfg.Registry.Snapshot().Len(),
 		"recent": s.cfg.Events.Recent(), "time": time.Now(),
 	}
 	if send("state", state) != nil {

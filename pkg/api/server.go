@@ -126,13 +126,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "tools": s.cfg.Registry.Snapshot().Len()})
 }
 
-type skillsBody struct {
-	Skills   []loader.SkillStatus `json:"skills"`
-	Problems manifest.Problems    `json:"problems,omitempty"`
-}
-
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, skillsBody{Skills: s.cfg.Skills.Status(), Problems: s.cfg.Skills.TreeProblems()})
+	writeJSON(w, http.StatusOK, skillList(s.cfg.Skills.Status(), s.cfg.Skills.TreeProblems()))
 }
 
 func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
@@ -142,17 +137,8 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no skill named %q in the tree", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, skillOf(st))
 }
-
-// toolView is a tool as the API shows it.
-type toolView struct {
-	*registry.Tool
-	Available bool     `json:"available"`
-	Score     *float64 `json:"score,omitempty"`
-}
-
-func view(t *registry.Tool) toolView { return toolView{Tool: t, Available: t.Available()} }
 
 // queryParams are the parameters /v1/tools and /v1/openai/tools accept; any
 // other is refused, so a typo (tag= for tags=) does not silently list all.
@@ -183,10 +169,6 @@ func query(r *http.Request) (q registry.Query, ranked bool, err error) {
 	return q, len(v) > 0, nil
 }
 
-type toolsBody struct {
-	Tools []toolView `json:"tools"`
-}
-
 // listTools lists every tool, or ranks them when any query parameter is
 // given. A pick with text keeps the registry's default of 5; one with only
 // filters lists every match (up to MaxLimit), since nothing ranks them.
@@ -197,10 +179,10 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.cfg.Registry.Snapshot()
-	out := toolsBody{Tools: []toolView{}}
+	out := ToolList{Tools: []Tool{}}
 	if !ranked {
 		for _, t := range snap.Tools() {
-			out.Tools = append(out.Tools, view(t))
+			out.Tools = append(out.Tools, toolOf(t))
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -209,7 +191,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		q.Limit = registry.MaxLimit
 	}
 	for _, h := range snap.SearchContext(r.Context(), q) {
-		tv := view(h.Tool)
+		tv := toolOf(h.Tool)
 		score := h.Score
 		tv.Score = &score
 		out.Tools = append(out.Tools, tv)
@@ -225,7 +207,7 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, view(t))
+	writeJSON(w, http.StatusOK, toolOf(t))
 }
 
 type invokeRequest struct {
