@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
@@ -277,7 +278,7 @@ func serve(f serveFlags, log hclog.Logger) error {
 			}
 			logSummary(log, "skills loaded", ld.Status(), reg.Snapshot().Len(), "skills_dir", f.skills, "took", time.Since(start).Round(time.Millisecond))
 			if f.addrFile != "" {
-				if err := writeFileAtomic(f.addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
+				if err := fileio.WriteAtomic(f.addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 					log.Warn("cannot write --addr-file", "error", err)
 				} else {
 					defer os.Remove(f.addrFile) // a later reader must not take a stopped daemon's address
@@ -350,15 +351,6 @@ func shutdown(log hclog.Logger, srv *http.Server, d *daemon, sigs <-chan os.Sign
 	return nil
 }
 
-// writeFileAtomic writes data to path through a temp file and a rename, so a
-// reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
 
 // logSummary logs how many versions are in each state, so a rescan's
 // outcome is visible in the log without a call to the API.
