@@ -127,6 +127,10 @@ func do(t testing.TB, h http.Handler, method, target, body string, header ...str
 	}
 	req := httptest.NewRequest(method, target, r)
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
