@@ -351,7 +351,6 @@ func shutdown(log hclog.Logger, srv *http.Server, d *daemon, sigs <-chan os.Sign
 	return nil
 }
 
-
 // logSummary logs how many versions are in each state, so a rescan's
 // outcome is visible in the log without a call to the API.
 func logSummary(log hclog.Logger, msg string, st []loader.SkillStatus, tools int, extra ...any) {
