@@ -62,10 +62,13 @@ type Profile struct {
 }
 
 // Filter is the registry filter of the tools the profile may see and
-// call. Any mode but full is read-only, so a profile built without
-// [ParseProfiles] fails closed.
+// call. A profile built without [ParseProfiles] fails closed: any mode but
+// full is read-only, and a match it cannot read is "all".
 func (p *Profile) Filter() registry.Filter {
-	all, _ := registry.ParseMatch(p.Match)
+	all, err := registry.ParseMatch(p.Match)
+	if err != nil {
+		all = true
+	}
 	return registry.Filter{Tags: p.Tags, MatchAll: all, Skills: p.Skills, ReadOnly: p.Mode != ModeFull}
 }
 
