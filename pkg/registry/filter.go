@@ -190,26 +190,50 @@ func (f Filter) Normalize() (Filter, FilterProblems) {
 	return f, problems
 }
 
-// Match reports whether t passes the filter. Availability is not the
-// filter's business: search leaves unavailable tools out on its own.
+// Match reports whether t passes the filter. Tags and skills compare
+// without case, so a filter built in code without Normalize still fails
+// closed, never open. Availability is not the filter's business: search
+// leaves unavailable tools out on its own.
 func (f Filter) Match(t *Tool) bool {
-	ok, _ := f.match(t)
+	ok, _ := f.lower().match(t)
 	return ok
 }
 
-// match also returns how many of the filter's tags t carries, which search
-// uses to rank. Tags and skills compare case-insensitively, so a filter
-// built in code without Normalize still fails closed, never open.
+// lower returns f with its tags and skills lowercased, as a tool's are,
+// sharing f's slices when they already are (a normalized filter costs
+// nothing).
+func (f Filter) lower() Filter {
+	f.Tags, f.Skills = lowerAll(f.Tags), lowerAll(f.Skills)
+	return f
+}
+
+func lowerAll(in []string) []string {
+	for i, s := range in {
+		if strings.ToLower(s) != s {
+			out := slices.Clone(in)
+			for j := i; j < len(out); j++ {
+				out[j] = strings.ToLower(out[j])
+			}
+			return out
+		}
+	}
+	return in
+}
+
+// match is Match for a lowered filter, and also returns how many of the
+// filter's tags t carries, which search ranks by. It runs once per
+// candidate tool of a search, so it compares plainly and allocates
+// nothing.
 func (f Filter) match(t *Tool) (bool, int) {
 	if f.ReadOnly && !t.Annotations.ReadOnly {
 		return false, 0
 	}
-	if len(f.Skills) > 0 && !slices.ContainsFunc(f.Skills, func(s string) bool { return strings.EqualFold(s, t.Skill) }) {
+	if len(f.Skills) > 0 && !slices.Contains(f.Skills, t.Skill) {
 		return false, 0
 	}
 	matched := 0
 	for _, want := range f.Tags {
-		if slices.ContainsFunc(t.Tags, func(have string) bool { return strings.EqualFold(have, want) }) {
+		if slices.Contains(t.Tags, want) {
 			matched++
 		}
 	}

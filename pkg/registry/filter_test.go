@@ -2,6 +2,7 @@ package registry
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,4 +112,42 @@ func manyTags(n int) string {
 		tags[i] = "t" + strconv.Itoa(i)
 	}
 	return strings.Join(tags, ",")
+}
+
+// BenchmarkFilterSearch10k ranks the BFCL queries over 10,000+ tools with a
+// filter on (two tags, any of them), and lists every match of the filter
+// alone, which visits every tool: what the filter costs a search.
+func BenchmarkFilterSearch10k(b *testing.B) {
+	cat, qs := loadBenchCatalog(b)
+	reg := New(Config{})
+	fillRegistry(b, reg, cat, benchTools)
+	snap := reg.Snapshot()
+	count := map[string]int{}
+	for _, t := range snap.Tools() {
+		for _, tag := range t.Tags {
+			count[tag]++
+		}
+	}
+	var tags []string // the two commonest: the filter passes many tools
+	for tag := range count {
+		tags = append(tags, tag)
+	}
+	slices.SortFunc(tags, func(a, b string) int { return count[b] - count[a] })
+	if len(tags) < 2 {
+		b.Fatalf("the catalogue has %d tags", len(tags))
+	}
+	tags = tags[:2]
+	b.Logf("tags %v on %d and %d of %d tools", tags, count[tags[0]], count[tags[1]], snap.Len())
+	b.Run("text", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			snap.Search(Query{Text: qs[i%len(qs)].Text, Filter: Filter{Tags: tags}})
+			i++
+		}
+	})
+	b.Run("filter-only", func(b *testing.B) {
+		for b.Loop() {
+			snap.Search(Query{Filter: Filter{Tags: tags}, Limit: MaxLimit})
+		}
+	})
 }

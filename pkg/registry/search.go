@@ -57,11 +57,12 @@ func (s *Snapshot) SearchContext(ctx context.Context, q Query) []Hit {
 	if limit > MaxLimit {
 		limit = MaxLimit
 	}
+	f := q.Filter.lower()
 	accept := func(t *Tool) (bool, int) {
 		if !t.skill.available.Load() {
 			return false, 0
 		}
-		return q.Filter.match(t)
+		return f.match(t)
 	}
 	var hits []Hit
 	if strings.TrimSpace(q.Text) == "" {
