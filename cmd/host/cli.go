@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/api"
 )
 
 // cliCommand builds a command that talks to the daemon: it parses the common
@@ -76,18 +76,16 @@ func (c *client) rawOnly(out io.Writer, raw []byte, err error) (bool, error) {
 }
 
 var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args []string, out io.Writer) error {
-	var list []loader.SkillStatus
+	var list []api.Skill
 	if len(args) == 1 {
-		var st loader.SkillStatus
+		var st api.Skill
 		raw, err := c.do("GET", "/v1/skills/"+url.PathEscape(args[0]), nil, &st)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
 		}
-		list = []loader.SkillStatus{st}
+		list = []api.Skill{st}
 	} else {
-		var body struct {
-			Skills []loader.SkillStatus `json:"skills"`
-		}
+		var body api.SkillList
 		raw, err := c.do("GET", "/v1/skills", nil, &body)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
@@ -246,7 +244,7 @@ func skillAction(name, method, suffix string, body func(args []string) any) func
 		if body != nil {
 			b = body(args)
 		}
-		var st loader.SkillStatus
+		var st api.Skill
 		raw, err := c.do(method, "/v1/skills/"+url.PathEscape(args[0])+suffix, b, &st)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
@@ -275,8 +273,8 @@ var runEvents = cliCommand("events", "", 0, 0, nil, func(c *client, _ []string, 
 		}
 		if event == "state" {
 			var st struct {
-				Skills []loader.SkillStatus `json:"skills"`
-				Tools  int                  `json:"tools"`
+				Skills []api.Skill `json:"skills"`
+				Tools  int         `json:"tools"`
 			}
 			json.Unmarshal(data, &st)
 			fmt.Fprintf(out, "state: %d skills, %d tools\n", len(st.Skills), st.Tools)

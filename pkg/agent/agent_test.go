@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -356,8 +357,8 @@ func TestAuthErrorIsNotRetried(t *testing.T) {
 	if n := len(f.requests()); n != 1 {
 		t.Fatalf("a 401 was retried: %d requests", n)
 	}
-	if HTTPStatus(e.Code) != 502 {
-		t.Fatalf("status = %d", HTTPStatus(e.Code))
+	if httpjson.Status(e.Code) != 502 {
+		t.Fatalf("status = %d", httpjson.Status(e.Code))
 	}
 }
 
@@ -434,8 +435,8 @@ func TestContextBudgetRefusesBeforeSending(t *testing.T) {
 	if e.Code != CodeContextBudget || e.Details["context_budget"] != 30 || !strings.Contains(e.Message, "tiny") {
 		t.Fatalf("error = %+v", e)
 	}
-	if HTTPStatus(e.Code) != 413 {
-		t.Fatalf("status = %d", HTTPStatus(e.Code))
+	if httpjson.Status(e.Code) != 413 {
+		t.Fatalf("status = %d", httpjson.Status(e.Code))
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("a request over budget was sent (%d)", n)
@@ -647,7 +648,7 @@ func TestUnconfiguredModel(t *testing.T) {
 		t.Fatal("Configured() with no model")
 	}
 	_, err := ask(a, "", "hi", false, nil)
-	if e := registry.AsError(err); e.Code != CodeUnconfigured || !strings.Contains(e.Message, "--llm-model") || HTTPStatus(e.Code) != 503 {
+	if e := registry.AsError(err); e.Code != CodeUnconfigured || !strings.Contains(e.Message, "--llm-model") || httpjson.Status(e.Code) != 503 {
 		t.Fatalf("error = %+v", e)
 	}
 }

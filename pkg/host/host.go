@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
@@ -294,7 +295,7 @@ func (h *Host) firstScan(ctx context.Context) {
 	}
 	h.summary("skills loaded", "skills_dir", h.cfg.Skills, "took", time.Since(began).Round(time.Millisecond))
 	if h.cfg.AddrFile != "" && h.ln != nil {
-		if err := writeFileAtomic(h.cfg.AddrFile, []byte(h.ln.Addr().String()+"\n")); err != nil {
+		if err := fileio.WriteAtomic(h.cfg.AddrFile, []byte(h.ln.Addr().String()+"\n"), 0o644); err != nil {
 			h.log.Warn("cannot write the address file", "file", h.cfg.AddrFile, "error", err)
 		} else {
 			h.mu.Lock()

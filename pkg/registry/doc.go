@@ -14,6 +14,10 @@
 // new snapshot first, drain the old instance second) is what lets a hot swap
 // lose no call.
 //
+// A [Filter] (tags, skills, read-only) is what a caller may see and call;
+// [ParseFilter] is the one parser every face reads it with, so the API, an
+// MCP endpoint and an agent profile agree on what a filter lets through.
+//
 // Invoke is the one path every surface (HTTP, the agent loop, MCP) uses:
 // lookup, argument validation against the compiled schema, size, concurrency
 // and timeout limits, lease, call, result checks, release. Every failure is an
