@@ -41,7 +41,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/skills", nil)
 	json.Unmarshal(body, &skills)
-	if len(skills.Skills) != 3 {
+	if len(skills.Skills) != 4 {
 		t.Fatalf("skills = %s", body)
 	}
 	for _, s := range skills.Skills {
@@ -65,11 +65,11 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/tools", nil)
 	json.Unmarshal(body, &tools)
-	if len(tools.Tools) != 8 {
+	if len(tools.Tools) != 9 {
 		t.Fatalf("tools = %s", body)
 	}
 	_, body = d.Do(t, "GET", "/v1/tools?read_only=true", nil)
-	if n := strings.Count(string(body), `"llm_name"`); n != 8 {
+	if n := strings.Count(string(body), `"llm_name"`); n != 9 {
 		t.Errorf("a filter with no text must list every match, got %d tools", n)
 	}
 	for _, name := range []string{"calc.evaluate", "calc__evaluate"} {
