@@ -53,6 +53,9 @@ func TestConsoleSkillsAndActions(t *testing.T) {
 	if s := eval[string](p, `document.getElementById('summary').textContent`); s != "4 skills · 9 tools" {
 		t.Errorf("summary = %q", s)
 	}
+	if uses := eval[string](p, row("policyassist")+`.querySelector('td.name .uses').textContent`); uses != "calls calc.evaluate, policy.search_policies" {
+		t.Errorf("policyassist's uses on the page: %q", uses)
+	}
 	p.screenshot("overview")
 
 	// Disable textkit: its tools leave, its version drains and stops. The
