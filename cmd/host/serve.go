@@ -193,6 +193,15 @@ func serve(f serveFlags, log hclog.Logger) error {
 	reg := registry.New(registry.Config{
 		Rerank: rr,
 		OnCall: m.ObserveCall,
+		// Every nested call is counted; only the failed and refused ones
+		// are events, as a successful one is as frequent as its parent.
+		OnNested: func(n registry.NestedCall) {
+			m.ObserveNested(n)
+			if n.Code != "" {
+				bus.Publish(events.Event{Type: "nested_call", Caller: n.Caller, Tool: n.Tool, Code: string(n.Code),
+					CallID: n.ID, ParentCallID: n.ParentID, DurMS: float64(n.Duration) / float64(time.Millisecond)})
+			}
+		},
 		OnChange: func(c registry.Change) {
 			bus.Publish(events.Event{Type: "registry", Skill: c.Skill, Version: c.Version, State: c.Kind, Reason: c.Reason, Tools: c.Tools})
 		},
