@@ -95,6 +95,15 @@ func TestAPIEndToEnd(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"words":4`) {
 		t.Errorf("textkit count = %d %s", code, body)
 	}
+	// A skill that calls other hosted tools (policy, then calc) through
+	// the host, as its uses allow, and shows them in /v1/skills.
+	code, body = d.Do(t, "POST", "/v1/tools/policyassist.lodging_allowance/invoke", `{"arguments":{"city":"上海","nights":3,"grade":"director"}}`)
+	if code != 200 || !strings.Contains(string(body), `"amount":2340`) || !strings.Contains(string(body), `《差旅报销制度》第五条`) {
+		t.Errorf("policyassist = %d %s", code, body)
+	}
+	if _, body = d.Do(t, "GET", "/v1/skills/policyassist", nil); !strings.Contains(string(body), `"uses":["calc.evaluate","policy.search_policies"]`) {
+		t.Errorf("policyassist's uses are not in /v1/skills: %s", body)
+	}
 	// A skill's own refusal.
 	code, body = d.Do(t, "POST", "/v1/tools/calc.evaluate/invoke", `{"arguments":{"expression":"1/0"}}`)
 	wantError(t, "division by zero", code, body, 422, "tool_error")
