@@ -193,7 +193,9 @@ func (h *hostConn) client(id uint32) (skillpb.HostClient, error) {
 	// Dialling under h.mu makes concurrent first calls share one
 	// connection; the broker's knock is a round trip over a connection
 	// already up.
-	conn, err := h.broker.DialWithOptions(id, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
+	opts := append(DialOptions(), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec),
+		grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
+	conn, err := h.broker.DialWithOptions(id, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial the host's service (broker id %d): %w", id, err)
 	}

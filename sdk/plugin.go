@@ -91,7 +91,10 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc
 		// AcceptAndServe returns when the broker closes, which go-plugin
 		// does when the client is killed.
 		go b.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
+			// The skill connection's settings (see GRPCServerFactory): a
+			// nested call is on the path of its parent's latency.
+			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes), grpc.ForceServerCodecV2(Codec),
+				grpc.StaticStreamWindowSize(StreamWindowBytes), grpc.StaticConnWindowSize(ConnWindowBytes))
 			s := grpc.NewServer(opts...)
 			skillpb.RegisterHostServer(s, p.Host)
 			return s

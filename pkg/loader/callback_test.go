@@ -219,3 +219,54 @@ func TestNestedCallsAcrossSwaps(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d nested calls across two swaps, none failed", calls.Load())
 }
+
+// BenchmarkNestedCall measures what a nested call adds, in one run: each
+// iteration calls, in turn, back.echo directly (the callee on its own),
+// front.echo (the caller's own call: front serves the Host service, so its
+// connection is multiplexed) and front.relay, which calls back.echo through
+// the host. It reports each one's median and the nested call's added
+// latency: relay minus direct, and relay minus the two calls it is made of.
+func BenchmarkNestedCall(b *testing.B) {
+	root := b.TempDir()
+	for _, v := range []testenv.Version{
+		{Skill: "front", Version: "1.0.0", Binary: testSkillBin, Env: relayEnv, Uses: []string{"back.echo"}},
+		{Skill: "back", Version: "1.0.0", Binary: testSkillBin},
+	} {
+		if _, err := testenv.Install(root, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l, reg := benchLoader(b, root)
+	defer l.Close(context.Background())
+	ctx := context.Background()
+	relay := []byte(relayArgs("back.echo"))
+	calls := []struct {
+		tool string
+		args []byte
+		took []time.Duration
+	}{{"back.echo", benchArgs, nil}, {"front.echo", benchArgs, nil}, {"front.relay", relay, nil}}
+	for i := range calls { // warm up: the first relay dials the Host service
+		if _, err := reg.Invoke(ctx, calls[i].tool, calls[i].args); err != nil {
+			b.Fatal(err)
+		}
+		calls[i].took = make([]time.Duration, 0, b.N)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i := range calls {
+			t0 := time.Now()
+			if _, err := reg.Invoke(ctx, calls[i].tool, calls[i].args); err != nil {
+				b.Fatal(err)
+			}
+			calls[i].took = append(calls[i].took, time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	direct, caller, nested := median(calls[0].took), median(calls[1].took), median(calls[2].took)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(direct), "direct-p50-us")
+	b.ReportMetric(us(caller), "caller-p50-us")
+	b.ReportMetric(us(nested), "nested-p50-us")
+	b.ReportMetric(us(nested-direct), "added-us")
+	b.ReportMetric(us(nested-direct-caller), "overhead-us")
+}
