@@ -194,11 +194,13 @@ func serve(f serveFlags, log hclog.Logger) error {
 		Rerank: rr,
 		OnCall: m.ObserveCall,
 		// Every nested call is counted; only the failed and refused ones
-		// are events, as a successful one is as frequent as its parent.
+		// are events, as a successful one is as frequent as its parent,
+		// and they are not kept among the recent events, which a skill
+		// failing its calls in a loop would otherwise fill.
 		OnNested: func(n registry.NestedCall) {
 			m.ObserveNested(n)
 			if n.Code != "" {
-				bus.Publish(events.Event{Type: "nested_call", Caller: n.Caller, Tool: n.Tool, Code: string(n.Code),
+				bus.Notify(events.Event{Type: "nested_call", Caller: n.Caller, Tool: n.Tool, Code: string(n.Code),
 					CallID: n.ID, ParentCallID: n.ParentID, DurMS: float64(n.Duration) / float64(time.Millisecond)})
 			}
 		},
