@@ -42,7 +42,10 @@ func newSkill() *sdk.Skill {
 		"Policy study assistant: answers how much travel lodging (住宿费) an employee may claim for a trip, from the company's "+
 			"travel expense policy (差旅报销制度), with the figure and the clause it comes from. It looks the rule up with the "+
 			"policy skill and has the calc skill do the sum.")
-	s.Tags = []string{"policy", "报销", "travel", "assistant"}
+	// Not "policy" or "制度": the policy-officer agent profile (examples/agents.json)
+	// selects those tags, and its filter would refuse the calc call this
+	// skill makes (a nested call runs under its caller's scope).
+	s.Tags = []string{"travel", "报销", "assistant"}
 	s.Author = "skillhost examples"
 	s.Uses = []string{calcTool, searchTool}
 	sdk.Tool(s, "lodging_allowance",
