@@ -21,10 +21,10 @@ import (
 // only while they run.
 //
 // The call then goes through the registry with the context of the call it
-// comes from, and so under that call's scope (registry.InvokePermitted):
+// comes from, and so under that call's scope (registry.InvokeAllowed):
 // the permits of every caller up the chain (an MCP endpoint's filter, a
 // read-only agent's), the remaining deadline, the depth limit and cycle
-// detection. The skill's "uses" is checked here first.
+// detection, and the skill's "uses" for this call alone.
 type hostService struct {
 	skillpb.UnimplementedHostServer
 	inst *instance
@@ -69,17 +69,13 @@ func (h *hostService) CallTool(gctx context.Context, req *skillpb.CallToolReques
 			inst.skill, inst.version, req.Tool, req.CallToken)), nil
 	}
 	caller := strings.Join(registry.CallChain(parent), " → ")
-	if err := h.permitted(req.Tool, caller); err != nil {
-		inst.log.Debug("nested call refused", "tool", req.Tool, "parent_call_id", registry.CallID(parent), "chain", caller, "code", err.Code)
-		return errorResponse(err), nil
-	}
 	// The nested call ends with the call it comes from (its deadline, the
 	// host's cancellation) or when the skill stops waiting for it.
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stop := context.AfterFunc(gctx, cancel)
 	defer stop()
-	res, err := h.reg.InvokePermitted(ctx, req.Tool, req.Arguments, nil)
+	res, err := h.reg.InvokeAllowed(ctx, req.Tool, req.Arguments, h.uses(caller))
 	inst.log.Debug("nested call", "tool", req.Tool, "parent_call_id", registry.CallID(parent), "chain", caller,
 		"code", registry.CodeOf(err), "duration", time.Since(start))
 	if err != nil {
@@ -88,21 +84,20 @@ func (h *hostService) CallTool(gctx context.Context, req *skillpb.CallToolReques
 	return &skillpb.CallToolResponse{Result: res.Result}, nil
 }
 
-// permitted checks the manifest's uses; caller names the call chain for
-// the message.
-func (h *hostService) permitted(tool, caller string) *registry.Error {
+// uses is the manifest's uses as what the skill may call, for
+// InvokeAllowed: it binds the skill's own calls, not the calls its callees
+// make. caller names the call chain for the message.
+func (h *hostService) uses(caller string) registry.Permit {
 	m := h.inst.ver.Manifest
-	skill, local, err := registry.SplitName(tool)
-	if err != nil {
-		return registry.Errorf(registry.CodeUnknownTool, "skill %s called %q, which is not a tool name: %v", h.inst.skill, tool, err).With("tool", tool)
+	return func(t *registry.Tool) error {
+		if m.MayCall(t.Skill, t.LocalName()) {
+			return nil
+		}
+		return registry.Errorf(registry.CodeForbidden,
+			"skill %s (calling from %s) may not call %s: its manifest's uses does not list it (uses: %s)",
+			h.inst.skill, caller, t.Name, strings.Join(m.Uses, ", ")).
+			With("reason", "undeclared").With("caller", h.inst.skill).With("tool", t.Name).With("uses", m.Uses)
 	}
-	if m.MayCall(skill, local) {
-		return nil
-	}
-	return registry.Errorf(registry.CodeForbidden,
-		"skill %s (calling from %s) may not call %s: its manifest's uses does not list it (uses: %s)",
-		h.inst.skill, caller, registry.Qualified(skill, local), strings.Join(m.Uses, ", ")).
-		With("reason", "undeclared").With("caller", h.inst.skill).With("tool", registry.Qualified(skill, local)).With("uses", m.Uses)
 }
 
 func errorResponse(e *registry.Error) *skillpb.CallToolResponse {

@@ -123,6 +123,17 @@ func TestNestedCalls(t *testing.T) {
 		})
 	}
 
+	t.Run("refusals are reported", func(t *testing.T) {
+		nestedMu.Lock()
+		defer nestedMu.Unlock()
+		for _, n := range nested {
+			if n.Caller == "front.relay" && n.Tool == "plain.echo" && n.Code == registry.CodeForbidden && n.ParentID != "" {
+				return
+			}
+		}
+		t.Errorf("OnNested did not see the undeclared call to plain.echo: %+v", nested)
+	})
+
 	t.Run("deadline", func(t *testing.T) {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()

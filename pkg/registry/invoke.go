@@ -54,9 +54,23 @@ type Permit func(t *Tool) error
 // already on the chain is refused (forbidden, with the reason "cycle",
 // "depth" or "scope" in the details).
 func (r *Registry) InvokePermitted(ctx context.Context, name string, args []byte, permit Permit) (*Result, error) {
+	return r.invokeFrame(ctx, name, args, permit, nil)
+}
+
+// InvokeAllowed is Invoke for a call that a tool makes (the loader's Host
+// service, for a skill's nested call): allow says what the calling skill
+// itself may call (its manifest's uses) and binds this call alone, unlike a
+// Permit, which also binds every call made beneath it. It is checked on the
+// snapshot the call runs on, after the lookup, and its error is returned
+// as the call's, so a refusal is counted (OnCall, OnNested) like any other.
+func (r *Registry) InvokeAllowed(ctx context.Context, name string, args []byte, allow Permit) (*Result, error) {
+	return r.invokeFrame(ctx, name, args, nil, allow)
+}
+
+func (r *Registry) invokeFrame(ctx context.Context, name string, args []byte, permit, allow Permit) (*Result, error) {
 	start := time.Now()
 	parent := frameFrom(ctx)
-	f := &frame{Context: ctx, parent: parent, permit: permit, depth: 1, id: r.ids.next.Add(1), ids: r.ids}
+	f := &frame{Context: ctx, parent: parent, permit: permit, allow: allow, depth: 1, id: r.ids.next.Add(1), ids: r.ids}
 	if parent != nil {
 		f.depth = parent.depth + 1
 	}
@@ -99,6 +113,11 @@ func (r *Registry) invoke(f *frame, name string, args []byte, start time.Time) (
 		}
 		if permit != nil {
 			if err := permit(t); err != nil {
+				return nil, AsError(err)
+			}
+		}
+		if f.allow != nil {
+			if err := f.allow(t); err != nil {
 				return nil, AsError(err)
 			}
 		}

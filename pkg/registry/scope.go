@@ -29,7 +29,8 @@ type frame struct {
 	parent *frame
 	tool   string // qualified name
 	id     uint64
-	permit Permit // the caller's own; nil lets every tool through
+	permit Permit // the caller's own; nil lets every tool through; binds the calls beneath too
+	allow  Permit // InvokeAllowed's: binds this call alone
 	depth  int    // 1 for a call a face made
 	ids    *callIDs
 }

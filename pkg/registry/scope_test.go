@@ -142,6 +142,28 @@ func TestNestedCallKeepsTheDeadline(t *testing.T) {
 	}
 }
 
+// TestInvokeAllowedBindsOneCall: allow (a skill's uses) refuses what it
+// does not list, but not what the callee then calls.
+func TestInvokeAllowedBindsOneCall(t *testing.T) {
+	r, nested := nestedRegistry(t, Config{})
+	onlyA := func(t *Tool) error {
+		if t.Skill != "a" {
+			return Errorf(CodeForbidden, "%s is not in uses", t.Name)
+		}
+		return nil
+	}
+	ctx := context.Background()
+	if _, err := r.InvokeAllowed(ctx, "b.read", []byte(`{"n":0}`), onlyA); CodeOf(err) != CodeForbidden || !strings.Contains(err.Error(), "b.read is not in uses") {
+		t.Fatalf("b.read with uses a.* = %v", err)
+	}
+	if _, err := r.InvokeAllowed(ctx, "a.other", []byte(`{"n":0,"s":"b.read"}`), onlyA); err != nil {
+		t.Fatalf("a.other, which calls b.read itself: %v", err)
+	}
+	if n := nested(); len(n) != 1 || n[0].Caller != "a.other" || n[0].Tool != "b.read" || n[0].Code != "" {
+		t.Errorf("nested calls: %+v", n)
+	}
+}
+
 func TestCallIDOutsideACall(t *testing.T) {
 	if id, chain := CallID(context.Background()), CallChain(context.Background()); id != "" || chain != nil {
 		t.Errorf("CallID, CallChain outside a call = %q, %v", id, chain)
