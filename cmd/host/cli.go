@@ -93,7 +93,7 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 		list = body.Skills
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKILL\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tNOTE")
+	fmt.Fprintln(tw, "SKILL\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tUSES\tNOTE")
 	for _, s := range list {
 		note := s.Reason
 		if s.Disabled {
@@ -113,7 +113,11 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 			if v.PID != 0 {
 				pid = fmt.Sprint(v.PID)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, n)
+			uses := "-"
+			if len(v.Uses) > 0 {
+				uses = strings.Join(v.Uses, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, uses, n)
 		}
 	}
 	return tw.Flush()
@@ -289,10 +293,18 @@ var runEvents = cliCommand("events", "", 0, 0, nil, func(c *client, _ []string, 
 			Reason  string `json:"reason"`
 			Tools   int    `json:"tools"`
 			Calls   uint64 `json:"calls"`
+			// nested_call
+			Caller, Tool, Code string
+			CallID             string `json:"call_id"`
+			ParentCallID       string `json:"parent_call_id"`
 		}
 		json.Unmarshal(data, &e)
 		if event == "calls" {
 			fmt.Fprintf(out, "%s %-9s %d so far\n", e.Time, event, e.Calls)
+			return true
+		}
+		if event == "nested_call" {
+			fmt.Fprintf(out, "%s %-9s %s -> %s %s (call %s, parent %s)\n", e.Time, event, e.Caller, e.Tool, e.Code, e.CallID, e.ParentCallID)
 			return true
 		}
 		line := fmt.Sprintf("%s %-9s %s@%s %s", e.Time, event, e.Skill, e.Version, e.State)

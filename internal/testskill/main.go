@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +30,17 @@ type echoOut struct {
 type sleepIn struct {
 	MS     int  `json:"ms" jsonschema:"minimum=0"`
 	Ignore bool `json:"ignore_cancel,omitempty" jsonschema:"description=keep sleeping after cancellation"`
+}
+
+type relayIn struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type relayOut struct {
+	Version string          `json:"version"`
+	CallID  string          `json:"call_id"`
+	Result  json.RawMessage `json:"result"`
 }
 
 type bigIn struct {
@@ -100,6 +113,20 @@ func main() {
 			fmt.Fprintln(os.Stderr, "stderr says", in.Msg)
 			sdk.Logger().Warn("logger says", "msg", in.Msg)
 			return echoOut{Version: version, Msg: in.Msg, PID: os.Getpid()}, nil
+		})
+	}
+	if os.Getenv("TESTSKILL_RELAY") != "" { // opt-in, as shout
+		sdk.Tool(s, "relay", "Call the hosted tool named in tool with args through the host (sdk.Call) and return its result.", func(ctx context.Context, in relayIn) (relayOut, error) {
+			res, err := sdk.Call(ctx, in.Tool, in.Args)
+			var ce *sdk.CallError
+			if errors.As(err, &ce) {
+				// The host's code, for the caller to see as tool_code.
+				return relayOut{}, &sdk.Error{Code: ce.Code, Message: ce.Message, Retryable: ce.Retryable}
+			}
+			if err != nil {
+				return relayOut{}, err
+			}
+			return relayOut{Version: version, CallID: sdk.CallID(ctx), Result: res}, nil
 		})
 	}
 	sdk.Tool(s, "fail", "Refuse with a tool error.", func(ctx context.Context, in struct{}) (echoOut, error) {

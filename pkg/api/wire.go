@@ -45,6 +45,7 @@ type Version struct {
 	LastError     string     `json:"last_error,omitempty"`
 	Problems      []Problem  `json:"problems,omitempty"`
 	Tools         []string   `json:"tools,omitempty"`
+	Uses          []string   `json:"uses,omitempty"` // what the version may call through the host (its manifest's uses)
 	DrainDeadline *time.Time `json:"drain_deadline,omitempty"`
 }
 
@@ -105,7 +106,7 @@ func skillOf(s loader.SkillStatus) Skill {
 		out.Versions[i] = Version{
 			Version: v.Version, State: string(v.State), PID: v.PID, StartedAt: v.StartedAt,
 			InFlight: v.InFlight, Restarts: v.Restarts, LastError: v.LastError,
-			Problems: problemList(v.Problems), Tools: v.Tools, DrainDeadline: v.DrainDeadline,
+			Problems: problemList(v.Problems), Tools: v.Tools, Uses: v.Uses, DrainDeadline: v.DrainDeadline,
 		}
 	}
 	return out

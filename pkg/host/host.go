@@ -147,6 +147,7 @@ func New(cfg Config) (_ *Host, err error) {
 	h.reg = registry.New(registry.Config{
 		Rerank:   rerank,
 		OnCall:   h.met.ObserveCall,
+		OnNested: h.observeNested,
 		OnChange: h.publishChange,
 	})
 	reaper := []string(nil)
@@ -209,6 +210,18 @@ func (h *Host) handler() http.Handler {
 
 func (h *Host) publishChange(c registry.Change) {
 	h.bus.Publish(events.Event{Type: "registry", Skill: c.Skill, Version: c.Version, State: c.Kind, Reason: c.Reason, Tools: c.Tools})
+}
+
+// observeNested counts every nested call; only the failed and refused ones
+// are events, as a successful one is as frequent as its parent, and they are
+// not kept among the recent events, which a skill failing its calls in a
+// loop would otherwise fill.
+func (h *Host) observeNested(n registry.NestedCall) {
+	h.met.ObserveNested(n)
+	if n.Code != "" {
+		h.bus.Notify(events.Event{Type: "nested_call", Caller: n.Caller, Tool: n.Tool, Code: string(n.Code),
+			CallID: n.ID, ParentCallID: n.ParentID, DurMS: float64(n.Duration) / float64(time.Millisecond)})
+	}
 }
 
 func (h *Host) publishLifecycle(e loader.Event) {

@@ -487,6 +487,9 @@ func (s *supervisor) status() SkillStatus {
 	for _, v := range versions {
 		vs := get(v.Version)
 		vs.Problems = v.Problems
+		if v.Manifest != nil {
+			vs.Uses = v.Manifest.Uses
+		}
 		switch v.Status {
 		case manifest.StatusInvalid:
 			vs.State = StateInvalid

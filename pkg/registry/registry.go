@@ -117,6 +117,14 @@ type Config struct {
 	// OnCall is called after every Invoke with the tool's name, the error
 	// code ("" on success) and the duration, for metrics. It must be cheap.
 	OnCall func(tool string, code Code, d time.Duration)
+	// OnNested is called after every call made from inside another (a
+	// skill calling a tool through the host), after OnCall, with the ids
+	// that tie it to its parent, for logs, events and metrics. It must be
+	// cheap.
+	OnNested func(NestedCall)
+	// MaxCallDepth bounds how many tools one chain of nested calls may
+	// hold; zero means DefaultMaxCallDepth.
+	MaxCallDepth int
 	// Rerank, when set, reorders the best text hits of every search.
 	Rerank Reranker
 }
@@ -131,11 +139,13 @@ type Registry struct {
 	// changed is closed and replaced on every publication, so a caller
 	// whose lease failed can wait for the next snapshot.
 	changed atomic.Pointer[chan struct{}]
+
+	ids *callIDs // numbers every call, for CallID
 }
 
 // New returns an empty registry.
 func New(cfg Config) *Registry {
-	r := &Registry{cfg: cfg}
+	r := &Registry{cfg: cfg, ids: newCallIDs()}
 	ch := make(chan struct{})
 	r.changed.Store(&ch)
 	r.cur.Store(&Snapshot{

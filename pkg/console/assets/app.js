@@ -404,7 +404,10 @@
         h('strong', { text: s.name }), ' ',
         s.disabled ? badge('s-disabled', 'disabled') : null, ' ',
         s.pinned ? badge('s-pinned', 'pinned ' + s.pinned, 'pinned by an operator') : null,
-        s.reason ? h('div', { class: 'reason', text: s.reason }) : null);
+        s.reason ? h('div', { class: 'reason', text: s.reason }) : null,
+        // What the skill may call through the host (its manifest's uses).
+        active && active.uses && active.uses.length
+          ? h('div', { class: 'uses', title: 'tools this version may call through the host (manifest uses)', text: 'calls ' + active.uses.join(', ') }) : null);
       const activeCell = h('td', { class: 'active' }, active
         ? h('div', { class: 'version', 'data-version': active.version, 'data-state': active.state },
           badge('v', active.version), badge('s-' + active.state, active.state),
