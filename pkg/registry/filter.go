@@ -110,9 +110,9 @@ func single(q url.Values, key string, problems *FilterProblems) (string, bool) {
 	return vs[0], true
 }
 
-// ParseBool reads a boolean the one way every face of the host reads one:
-// true, false, 1, 0, t, f in any case, as strconv.ParseBool does. Anything
-// else, the empty string included, is an error.
+// ParseBool reads a boolean the one way every face of the host reads one,
+// as strconv.ParseBool does: 1, t, T, true, True, TRUE, and 0, f, F, false,
+// False, FALSE. Anything else, the empty string included, is an error.
 func ParseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(strings.TrimSpace(v))
 	if err != nil {
