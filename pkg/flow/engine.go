@@ -122,6 +122,7 @@ func (e *Engine) Store() *runs.Store { return e.cfg.Store }
 var (
 	ErrUnknownFlow = errors.New("unknown flow")
 	ErrClosed      = errors.New("flow engine is closed")
+	ErrEmptyInput  = errors.New("is empty")
 )
 
 // startInput is what a run's started event keeps of its request.
@@ -136,7 +137,7 @@ func (e *Engine) Start(flowName, task string) (*runs.Run, error) {
 		return nil, fmt.Errorf("flow %q: %w (flows: %s)", flowName, ErrUnknownFlow, strings.Join(e.Flows().Names(), ", "))
 	}
 	if strings.TrimSpace(task) == "" {
-		return nil, errors.New("the task (input) is empty")
+		return nil, fmt.Errorf("the task (input) %w", ErrEmptyInput)
 	}
 	in, _ := json.Marshal(startInput{Task: task})
 	r, err := e.cfg.Store.Create(runs.Started{Type: "flow", Name: flowName, Input: in})
@@ -174,7 +175,7 @@ func (e *Engine) Input(id, text string) error {
 		return err
 	}
 	if strings.TrimSpace(text) == "" {
-		return errors.New("the message is empty")
+		return fmt.Errorf("the message %w", ErrEmptyInput)
 	}
 	sender := "human"
 	if f, ok := e.Flows().Get(r.Summary().Name); ok && f.Human() != "" {

@@ -43,7 +43,7 @@ var mayImport = map[string][]string{
 	"pkg/api":   {"pkg/registry", "pkg/events", "internal/httpjson"},
 	"pkg/mcp":   {"pkg/registry", "internal/httpjson"},
 	"pkg/agent": {"pkg/registry", "internal/httpjson"},
-	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry"},
+	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry", "internal/httpjson"},
 	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry"},
 	"pkg/runs":  {},
 
