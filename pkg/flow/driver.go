@@ -236,7 +236,11 @@ func (d *driver) stop(reason, detail string) error {
 	if err := d.flush(); err != nil {
 		return err
 	}
-	d.e.observeStop(d.run, reason)
+	name := ""
+	if d.f != nil { // nil when the run's flow is not loaded
+		name = d.f.Name
+	}
+	d.e.observeStop(name, reason)
 	return errDone
 }
 

@@ -163,7 +163,7 @@ func (e *Engine) Stop(id, detail string) error {
 	if err := r.Stop(runs.StopExternal, detail); err != nil {
 		return err
 	}
-	e.observeStop(r, runs.StopExternal)
+	e.observeStop(r.Summary().Name, runs.StopExternal)
 	return nil
 }
 
@@ -252,9 +252,9 @@ func (e *Engine) launch(r *runs.Run) error {
 	return nil
 }
 
-func (e *Engine) observeStop(r *runs.Run, reason string) {
+func (e *Engine) observeStop(flow, reason string) {
 	if e.cfg.Observer != nil {
-		e.cfg.Observer.Stopped(r.Summary().Name, reason)
+		e.cfg.Observer.Stopped(flow, reason)
 	}
 }
 

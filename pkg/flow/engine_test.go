@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/skillhost/skillhost/pkg/runs"
@@ -464,5 +465,22 @@ func TestStartErrors(t *testing.T) {
 	}
 	if err := h.eng.Input("20261206T000215.516Z-156050", "x"); !errors.Is(err, runs.ErrUnknownRun) {
 		t.Errorf("input to an unknown run: %v", err)
+	}
+}
+
+func TestMetricsCountStopsRoundsAndTokens(t *testing.T) {
+	h := newHarness(t, "participants: [{name: admin, profile: admin}]\ntermination: {max_rounds: 2}\n",
+		map[string][]answer{"admin": {say("one"), say("two")}})
+	m := NewMetrics()
+	h.eng.cfg.Observer = m
+	h.wait(h.start("go"))
+	if got := testutil.ToFloat64(m.stops.WithLabelValues("test", ReasonMaxRounds)); got != 1 {
+		t.Errorf("stops %v", got)
+	}
+	if got := testutil.ToFloat64(m.rounds.WithLabelValues("test")); got != 2 {
+		t.Errorf("rounds %v", got)
+	}
+	if got := testutil.ToFloat64(m.tokens.WithLabelValues("test", "admin", "completion")); got != 20 {
+		t.Errorf("completion tokens %v", got)
 	}
 }
