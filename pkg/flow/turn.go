@@ -173,10 +173,18 @@ func (d *driver) toolsFor(prof *agent.Profile, offered map[string]bool) []openai
 		query += "\n" + d.st.msgs[n-1].content
 	}
 	snap := d.e.cfg.Registry.Snapshot()
+	q := registry.Query{Text: query, Tags: prof.Tags, Skills: prof.Skills, ReadOnly: prof.Mode != agent.ModeFull, Limit: prof.MaxTools}
+	hits := snap.Search(q)
+	if len(hits) < prof.MaxTools && (len(prof.Tags) > 0 || len(prof.Skills) > 0) {
+		// A profile bounded by tags or skills gets its other tools in the
+		// slots left, as in the agent loop: its domain is small, and the
+		// prefilter only ranks words.
+		q.Text = ""
+		hits = append(hits, snap.Search(q)...)
+	}
 	var tools []openai.Tool
-	for _, h := range snap.Search(registry.Query{Text: query, Tags: prof.Tags, Skills: prof.Skills,
-		ReadOnly: prof.Mode != agent.ModeFull, Limit: prof.MaxTools}) {
-		if !h.Tool.Available() {
+	for _, h := range hits {
+		if !h.Tool.Available() || offered[h.Tool.Name] || len(tools) == prof.MaxTools {
 			continue
 		}
 		offered[h.Tool.Name] = true
