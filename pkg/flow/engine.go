@@ -168,23 +168,25 @@ func (e *Engine) Stop(id, detail string) error {
 }
 
 // Input posts the human's message into a run that waits for it and wakes
-// the run. The error wraps runs.ErrNotWaiting when it does not wait.
-func (e *Engine) Input(id, text string) error {
+// the run; it returns the seq of the message's event. The error wraps
+// runs.ErrNotWaiting when the run does not wait.
+func (e *Engine) Input(id, text string) (uint64, error) {
 	r, err := e.cfg.Store.Run(id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if strings.TrimSpace(text) == "" {
-		return fmt.Errorf("the message %w", ErrEmptyInput)
+		return 0, fmt.Errorf("the message %w", ErrEmptyInput)
 	}
 	sender := "human"
 	if f, ok := e.Flows().Get(r.Summary().Name); ok && f.Human() != "" {
 		sender = f.Human()
 	}
-	if _, err := r.Append(runs.HumanInput{Sender: sender, Content: text}); err != nil {
-		return err
+	evs, err := r.Append(runs.HumanInput{Sender: sender, Content: text})
+	if err != nil {
+		return 0, err
 	}
-	return e.launch(r)
+	return evs[0].Seq, e.launch(r)
 }
 
 // Resume starts a driver for every unfinished run that is not waiting

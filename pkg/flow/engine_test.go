@@ -260,14 +260,14 @@ termination: {text_mention: BYE}
 	if st := r.Status(); st != runs.StatusWaiting {
 		t.Fatalf("status %s", st)
 	}
-	if err := h.eng.Input(r.ID(), "finish up"); err != nil {
+	if _, err := h.eng.Input(r.ID(), "finish up"); err != nil {
 		t.Fatal(err)
 	}
 	sum := h.wait(r)
 	if sum.StopReason != ReasonTextMention || speakers(sum) != "admin,user,admin" {
 		t.Fatalf("stop %q, speakers %s", sum.StopReason, speakers(sum))
 	}
-	if err := h.eng.Input(r.ID(), "late"); !errors.Is(err, runs.ErrStopped) {
+	if _, err := h.eng.Input(r.ID(), "late"); !errors.Is(err, runs.ErrStopped) {
 		t.Errorf("input to a stopped run: %v", err)
 	}
 }
@@ -463,7 +463,7 @@ func TestStartErrors(t *testing.T) {
 	if _, err := h.eng.Start("test", "  "); err == nil {
 		t.Error("an empty task was accepted")
 	}
-	if err := h.eng.Input("20261206T000215.516Z-156050", "x"); !errors.Is(err, runs.ErrUnknownRun) {
+	if _, err := h.eng.Input("20261206T000215.516Z-156050", "x"); !errors.Is(err, runs.ErrUnknownRun) {
 		t.Errorf("input to an unknown run: %v", err)
 	}
 }

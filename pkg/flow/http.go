@@ -146,11 +146,17 @@ func (a *API) input(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, registry.Errorf(registry.CodeBadRequest, `"message" is required`))
 		return
 	}
-	if err := a.e.Input(run.ID(), req.Message); err != nil {
+	seq, err := a.e.Input(run.ID(), req.Message)
+	if err != nil {
 		writeErr(w, apiError(err))
 		return
 	}
-	httpjson.Write(w, http.StatusAccepted, run.Summary())
+	// The run goes on at once, so the summary may be further along: the
+	// message's seq is where a client follows it from.
+	httpjson.Write(w, http.StatusAccepted, struct {
+		InputSeq uint64 `json:"input_seq"`
+		runs.Summary
+	}{seq, run.Summary()})
 }
 
 // FlowInfo is one flow as GET /v1/flows lists it.
