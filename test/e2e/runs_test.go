@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,5 +359,65 @@ func TestCodeInterpreterSelector(t *testing.T) {
 	}
 	if u := sum.Usage["selector:admin"]; u.Calls != 5 {
 		t.Errorf("selector usage %+v, want 5 calls", u)
+	}
+}
+
+// TestFlowsReloadAndAuth: the runs routes sit behind the same tokens as
+// the rest (the invoke token may use runs, not reload flows), and the
+// flows folder reloads on SIGHUP and POST /v1/flows/reload; a bad file
+// changes nothing and every problem is reported.
+func TestFlowsReloadAndAuth(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents.yaml")
+	writeFile(t, agents, "default: a\nprofiles:\n  a: {system: You answer.}\n")
+	flows := filepath.Join(dir, "flows")
+	writeFile(t, filepath.Join(flows, "one.yaml"), "participants: [{name: a, profile: a}]\n")
+	admin, invoke := filepath.Join(dir, "admin"), filepath.Join(dir, "invoke")
+	os.WriteFile(admin, []byte("admin-token-0123456789abcdef\n"), 0o600)
+	os.WriteFile(invoke, []byte("invoke-token-0123456789abcdef\n"), 0o600)
+	d := startDaemonNoWait(t, t.TempDir(), "--agents", agents, "--token-file", admin, "--invoke-token-file", invoke)
+	if code, body := d.Do(t, "GET", "/v1/runs", nil); code != 401 {
+		t.Errorf("GET /v1/runs without a token: %d %s", code, body)
+	}
+	d.Token = "invoke-token-0123456789abcdef"
+	waitReady(t, d)
+	flowNames := func() string {
+		code, body := d.Do(t, "GET", "/v1/flows", nil)
+		var out struct {
+			Flows []struct{ Name string } `json:"flows"`
+		}
+		if code != 200 || json.Unmarshal(body, &out) != nil {
+			t.Fatalf("GET /v1/flows: %d %s", code, body)
+		}
+		var names []string
+		for _, f := range out.Flows {
+			names = append(names, f.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	if got := flowNames(); got != "one" {
+		t.Fatalf("flows %q, want one (flows/ beside --agents)", got)
+	}
+	code, body := d.Do(t, "POST", "/v1/runs", map[string]string{"flow": "two", "input": "x"})
+	wantError(t, "unknown flow", code, body, 404, "unknown_flow")
+	code, body = d.Do(t, "POST", "/v1/flows/reload", nil)
+	wantError(t, "reload with the invoke token", code, body, 403, "forbidden")
+
+	writeFile(t, filepath.Join(flows, "two.yaml"), "participants: [{name: b, profile: a}]\n")
+	d.Signal(syscall.SIGHUP)
+	if !testenv.WaitFor(20*time.Second, func() bool { return flowNames() == "one,two" }) {
+		t.Fatalf("SIGHUP did not reload the flows: %q\n%s", flowNames(), d.Logs())
+	}
+	writeFile(t, filepath.Join(flows, "bad.yaml"), "participants: [{name: c, profile: ghost}, {name: c, profile: a}]\n")
+	d.Token = "admin-token-0123456789abcdef"
+	code, body = d.Do(t, "POST", "/v1/flows/reload", nil)
+	wantError(t, "bad reload", code, body, 422, "invalid_flows")
+	for _, want := range []string{`no agent profile named \"ghost\"`, `\"c\" is already the name of another participant`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the reload's answer lacks %s: %s", want, body)
+		}
+	}
+	if got := flowNames(); got != "one,two" {
+		t.Errorf("flows after a bad reload: %q, want the old ones", got)
 	}
 }
