@@ -90,11 +90,13 @@ func (f *runsFace) Mount(m *Mount) error {
 		f.store.Close()
 		return err
 	}
-	f.api = flow.NewAPI(f.eng, f.Reload)
-	f.api.Mount(m.Handle)
 	if err := m.Metrics.Register(met.Collectors()...); err != nil {
+		f.eng.Close()
+		f.store.Close()
 		return fmt.Errorf("metrics: %w", err)
 	}
+	f.api = flow.NewAPI(f.eng, f.Reload)
+	f.api.Mount(m.Handle)
 	m.Logger.Info("runs ready", "flows_dir", f.cfg.Flows, "flows", set.Names(), "model", model != nil)
 	return nil
 }
