@@ -185,7 +185,7 @@ func (s *replay) addMessage(sender, content string, result map[string]any, tool 
 // state is the flow state after the last message.
 func (d *driver) state() State {
 	s := State{Round: d.st.completed, LastBy: d.st.lastBy, Tokens: int(d.st.tokens),
-		Elapsed: time.Since(d.st.created), TerminateCalled: d.st.terminate}
+		Elapsed: d.e.cfg.Now().Sub(d.st.created), TerminateCalled: d.st.terminate}
 	if n := len(d.st.msgs); n > 0 {
 		m := d.st.msgs[n-1]
 		s.Sender, s.Text, s.Result = m.sender, m.content, m.result

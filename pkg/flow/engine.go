@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	openai "github.com/sashabaranov/go-openai"
@@ -51,6 +52,9 @@ type EngineConfig struct {
 	Logger hclog.Logger
 	// Observer, when set, is told of rounds, usage and stops (metrics).
 	Observer Observer
+	// Now is the clock of time limits, measured from the run's first
+	// event; time.Now when nil.
+	Now func() time.Time
 }
 
 // Observer receives what a metrics collector counts. Its methods must be
@@ -98,6 +102,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, active: map[string]*driver{}}
 	if cfg.Flows == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,14 +324,21 @@ termination: {token_budget: 100}
 }
 
 func TestTimeLimit(t *testing.T) {
+	var late atomic.Bool // the clock jumps past the limit during the first model call
 	h := newHarness(t, `
 participants:
   - {name: admin, profile: admin}
-termination: {time_limit: 20ms}
-`, map[string][]answer{"admin": {{fn: func(ctx context.Context, _ openai.ChatCompletionRequest) (openai.ChatCompletionMessage, error) {
-		time.Sleep(30 * time.Millisecond) // the run outlives its limit during this call
+termination: {time_limit: 5m}
+`, map[string][]answer{"admin": {{fn: func(context.Context, openai.ChatCompletionRequest) (openai.ChatCompletionMessage, error) {
+		late.Store(true)
 		return openai.ChatCompletionMessage{Content: "slow"}, nil
 	}}}})
+	h.eng.cfg.Now = func() time.Time {
+		if late.Load() {
+			return time.Now().Add(time.Hour)
+		}
+		return time.Now()
+	}
 	sum := h.wait(h.start("chat"))
 	if sum.StopReason != ReasonTimeLimit || len(sum.Transcript) != 1 {
 		t.Fatalf("stop %q after %d messages", sum.StopReason, len(sum.Transcript))
