@@ -52,7 +52,7 @@ var mayImport = map[string][]string{
 	"pkg/api":   {"pkg/registry", "pkg/registry/openaitools", "pkg/events", "internal/httpjson"},
 	"pkg/mcp":   {"pkg/registry", "internal/httpjson"},
 	"pkg/agent": {"pkg/registry", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
-	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry"},
+	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry", "pkg/registry/openaitools", "internal/httpjson"},
 	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry"},
 	"pkg/runs":  {},
 
