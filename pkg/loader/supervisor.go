@@ -307,11 +307,18 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 	s.starting = ""
 	if err != nil {
 		s.lastErr[ver.Version] = err.Error()
-		if errors.Is(err, proc.ErrIncomplete) {
+		switch {
+		case errors.Is(err, proc.ErrIncomplete):
 			s.l.hashes.Forget(ver.EntrypointPath) // the scan's digest, maybe cached, was not the file's
 			s.incomplete[ver.Fingerprint] = err.Error()
-		} else {
+		case restart:
+			// A crash loop keeps retrying; it is not a bad version, and no
+			// status read in between may say it is.
+		default:
 			s.failed[ver.Fingerprint] = err.Error()
+		}
+		if restart {
+			s.restarts[ver.Version]++
 		}
 		s.mu.Unlock()
 		state := StateFailed
@@ -442,8 +449,6 @@ func (s *supervisor) restart(ctx context.Context) {
 	}
 	if !s.swapTo(ctx, *ver, "restarted after a crash", true) {
 		s.mu.Lock()
-		delete(s.failed, ver.Fingerprint) // a crash loop keeps retrying; it is not a bad version
-		s.restarts[ver.Version]++
 		still := s.crashed != nil
 		s.mu.Unlock()
 		if still {
