@@ -21,10 +21,10 @@ const maxDepth = 32
 // The JSON tags are the wire format documented in docs/manifest.md; the embedded
 // manifest.schema.json is the authoritative description of what each field may hold.
 type Manifest struct {
-	ManifestVersion int               `json:"manifest_version"`
-	Name            string            `json:"name"`
-	Version         string            `json:"version"`
-	Description     string            `json:"description"`
+	ManifestVersion int    `json:"manifest_version"`
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	Description     string `json:"description"`
 	// Runtime is how the version runs: RuntimeGoPlugin (also when empty) or RuntimeMCP.
 	Runtime string `json:"runtime,omitempty"`
 	// Entrypoint and SHA256 are a go-plugin version's binary and its digest.
@@ -33,14 +33,14 @@ type Manifest struct {
 	// Command, Args and Digest are an MCP version's: the interpreter the operator allows by
 	// name ("node") or a file in the folder ("./server"), its arguments, and the folder
 	// digest ("sha256:<hex>", see FolderDigest) that vouches for every file it may run.
-	Command string   `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
-	Digest  string   `json:"digest,omitempty"`
-	Tags            []string          `json:"tags,omitempty"`
-	Tools           []string          `json:"tools,omitempty"`
-	Author          string            `json:"author,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	Limits          Limits            `json:"limits,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Digest  string            `json:"digest,omitempty"`
+	Tags    []string          `json:"tags,omitempty"`
+	Tools   []string          `json:"tools,omitempty"`
+	Author  string            `json:"author,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Limits  Limits            `json:"limits,omitempty"`
 }
 
 // The runtimes a manifest can name.
