@@ -191,12 +191,33 @@ func (l *loader) run() {
 	fileSum = l.checkEntrypoint(m, failed["$.sha256"])
 }
 
+// checkCommandFile checks an MCP command that names a file of the folder: it must be there
+// (else a copy in progress) as an executable regular file, not a link (the digest refuses
+// links anyway).
+func (l *loader) checkCommandFile(cmd string) {
+	q := quoteTrunc(cmd)
+	fi, err := os.Lstat(filepath.Join(l.v.Dir, filepath.FromSlash(cmd)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.notYet("$.command", "%s does not exist in the version folder: the copy may be incomplete", q)
+	case err != nil:
+		l.bad("$.command", "%s cannot be read: %v", q, err)
+	case !fi.Mode().IsRegular():
+		l.bad("$.command", "%s is not a regular file (%s)", q, fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 == 0:
+		l.bad("$.command", "%s is not executable (mode %04o); run chmod +x on it", q, fi.Mode().Perm())
+	}
+}
+
 // checkFolder computes the folder digest of an MCP version and compares it with $.digest; it
 // returns the digest ("" when the folder could not be hashed). A mismatch, or a file that
 // changed or went away during the walk, is a copy in progress: incomplete. A file the digest
 // cannot vouch for (a link, a device) or a folder over the caps is invalid. Under DeferHash
 // the folder is not read: the loader hashes the private copy it runs.
 func (l *loader) checkFolder(m *Manifest) string {
+	if strings.Contains(m.Command, "/") {
+		l.checkCommandFile(m.Command)
+	}
 	want := m.DigestHex()
 	if l.opts.DeferHash {
 		l.v.HashDeferred = true

@@ -92,6 +92,8 @@ func TestLoadMCPProblems(t *testing.T) {
 		{"bare digest", func(m map[string]any) { m["digest"] = strings.Repeat("a", 64) }, nil, StatusInvalid, "$.digest", "sha256:"},
 		{"unknown runtime", func(m map[string]any) { m["runtime"] = "wasm" }, nil, StatusInvalid, "$.runtime", "go-plugin"},
 		{"command in a go-plugin manifest", func(m map[string]any) { delete(m, "runtime") }, nil, StatusInvalid, "$.command", `is not used by runtime "go-plugin"`},
+		{"missing command file", func(m map[string]any) { m["command"] = "./bin/server" }, nil, StatusIncomplete, "$.command", "does not exist"},
+		{"command file not executable", func(m map[string]any) { m["command"] = "./server.js" }, nil, StatusInvalid, "$.command", "not executable"},
 		{"symbolic link", nil, func(t *testing.T, dir string) {
 			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "node_modules", "evil")); err != nil {
 				t.Fatal(err)
