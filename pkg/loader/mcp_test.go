@@ -2,8 +2,6 @@ package loader
 
 import (
 	"context"
-	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,53 +37,11 @@ func mcpHarness(t *testing.T, mod func(*Config)) *harness {
 	})
 }
 
-// installMCP drops skill/version into the tree as an installer would: the
-// files (from src, hard-linked: the folder digest covers contents, and the
-// host copies them before running) and a manifest naming the command and
-// the folder digest, staged beside the tree and renamed into place.
+// installMCP installs skill/version from src (testenv.InstallMCP).
 func (h *harness) installMCP(skill, version, src string, edit func(m map[string]any), args ...string) string {
 	h.t.Helper()
-	stage, err := os.MkdirTemp(h.root, "_stage-")
+	dir, err := testenv.InstallMCP(h.root, skill, version, src, edit, args...)
 	if err != nil {
-		h.t.Fatal(err)
-	}
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(stage, rel), 0o755)
-		}
-		if rel == manifest.FileName || strings.HasPrefix(rel, ".") {
-			return nil
-		}
-		return os.Link(p, filepath.Join(stage, rel))
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	digest, err := manifest.FolderDigest(stage)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	m := map[string]any{
-		"manifest_version": 1, "name": skill, "version": version, "description": "The MCP server " + skill + ".",
-		"runtime": "mcp", "command": "node", "args": args, "digest": manifest.DigestPrefix + digest,
-		"tags": []string{"mcp"},
-	}
-	if edit != nil {
-		edit(m)
-	}
-	b, _ := json.Marshal(m)
-	if err := os.WriteFile(filepath.Join(stage, manifest.FileName), b, 0o644); err != nil {
-		h.t.Fatal(err)
-	}
-	dir := filepath.Join(h.root, skill, version)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := os.Rename(stage, dir); err != nil {
 		h.t.Fatal(err)
 	}
 	return dir
