@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,6 +205,7 @@ func TestMCPCrashRestarts(t *testing.T) {
 	h.installMCP("memory", "1.0.0", src, nil, memoryJS)
 	h.start()
 	pid := activePID(t, h.status("memory"))
+	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +215,7 @@ func TestMCPCrashRestarts(t *testing.T) {
 	}) {
 		t.Fatalf("memory never served again: %+v", h.status("memory"))
 	}
+	t.Logf("serving again %v after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 	st := h.status("memory")
 	v, _ := versionState(st, "1.0.0")
 	if v.PID == pid || v.Restarts < 1 || v.State != StateActive {
@@ -247,4 +250,79 @@ func TestMCPDigestMismatchIsIncomplete(t *testing.T) {
 	}) {
 		t.Fatalf("a folder that does not match its digest: %+v", h.status("half"))
 	}
+}
+
+// tinyServer is a minimal stdio MCP server in node with one tool, "ping";
+// with exitAfterMS > 0 it exits that long after its first tools/list (a
+// server that crashes in a loop).
+func tinyServer(exitAfterMS int) string {
+	return `const exitAfter = ` + strconv.Itoa(exitAfterMS) + `;
+let buf = '';
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+process.stdin.on('data', (d) => {
+  buf += d;
+  let i;
+  while ((i = buf.indexOf('\n')) >= 0) {
+    const line = buf.slice(0, i); buf = buf.slice(i + 1);
+    if (!line.trim()) continue;
+    const m = JSON.parse(line);
+    if (m.id === undefined) continue;
+    if (m.method === 'initialize') send({jsonrpc: '2.0', id: m.id, result: {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: 'tiny', version: '1'}}});
+    else if (m.method === 'tools/list') {
+      send({jsonrpc: '2.0', id: m.id, result: {tools: [{name: 'ping', description: 'Answers pong.', inputSchema: {type: 'object'}}]}});
+      if (exitAfter > 0) setTimeout(() => process.exit(7), exitAfter);
+    } else if (m.method === 'tools/call') send({jsonrpc: '2.0', id: m.id, result: {content: [{type: 'text', text: 'pong'}]}});
+    else send({jsonrpc: '2.0', id: m.id, error: {code: -32601, message: 'no such method'}});
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+`
+}
+
+// TestMCPCrashLoopBacksOff: a server that dies shortly after each start is
+// restarted with growing delays, and its neighbour serves every call
+// meanwhile.
+func TestMCPCrashLoopBacksOff(t *testing.T) {
+	h := mcpHarness(t, func(c *Config) {
+		c.RestartBackoff, c.RestartBackoffMax = 100*time.Millisecond, 800*time.Millisecond
+	})
+	h.installScript("flaky", "1.0.0", tinyServer(200), nil)
+	h.installScript("steady", "1.0.0", tinyServer(0), nil)
+	h.start()
+	deadline := time.Now().Add(60 * time.Second)
+	calls := 0
+	for {
+		if _, err := h.call("steady.ping", `{}`); err != nil {
+			t.Fatalf("steady.ping failed while flaky crashed in a loop: %v", err)
+		}
+		calls++
+		if v, _ := versionState(h.status("flaky"), "1.0.0"); v.Restarts >= 5 { // counted at each crash: 5 crashes, 4 restarts
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flaky did not crash 5 times: %+v", h.status("flaky"))
+		}
+	}
+	// The delays between a crash and the next start grow (100, 200, 400,
+	// 800 ms): the fourth is longer than the first.
+	var crashes, starts []time.Time
+	for _, e := range h.events() {
+		if e.Skill != "flaky" {
+			continue
+		}
+		switch {
+		case e.State == StateCrashed:
+			crashes = append(crashes, e.Time)
+		case e.State == StateStarting && e.From == "" && len(crashes) > len(starts):
+			starts = append(starts, e.Time)
+		}
+	}
+	if len(starts) < 4 {
+		t.Fatalf("%d restarts seen in the events: %+v", len(starts), h.events())
+	}
+	first, fourth := starts[0].Sub(crashes[0]), starts[3].Sub(crashes[3])
+	if fourth <= first {
+		t.Errorf("no backoff: the first restart came %v after its crash, the fourth %v", first, fourth)
+	}
+	t.Logf("steady served %d calls, none failed; restart delays %v then %v", calls, first, fourth)
 }
