@@ -93,6 +93,11 @@ func (s *supervisor) redescribe(ctx context.Context) {
 		inst.log.Warn("cannot list the tools again after the server said they changed; the old set serves", "error", err)
 		return
 	}
+	select {
+	case <-inst.exited:
+		return // crashed meanwhile: its tools stay unavailable until the restart
+	default:
+	}
 	if err := s.l.put(inst); err != nil {
 		inst.log.Warn("the changed tool set was refused; the old set serves", "error", err)
 		return
