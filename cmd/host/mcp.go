@@ -65,6 +65,8 @@ type mcpFlags struct {
 	logFormat, logLevel      string
 }
 
+// mcp is `host mcp`: flags, then either an embedded host (host.Config, as
+// serve builds its own) serving one stdio session, or a bridge.
 func (p process) mcp(args []string, stdout, stderr io.Writer) int {
 	var f mcpFlags
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)

@@ -20,7 +20,7 @@ import (
 )
 
 type serveFlags struct {
-	addrFile, stateDir                string
+	addrFile, stateDir, flows         string
 	invokeTokenFile                   string
 	skills, listen, tokenFile, runDir string
 	logFormat, logLevel               string
@@ -59,6 +59,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", time.Minute, "how long a client may take to send a whole request")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound listen address to this file once the first scan has settled, as /readyz reports, and remove it on exit (for scripts and tests)")
+	fs.StringVar(&f.flows, "flows", os.Getenv("SKILLHOST_FLOWS"), "folder of flow files for multi-agent runs (default: flows/ beside --agents; env SKILLHOST_FLOWS)")
 	mcpConfig := mcpServeFlags(fs)
 	agentConfig := agentFlags(fs)
 	embedConfig := embedFlags(fs)
@@ -81,6 +82,12 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		cfg.Embed, err = embedConfig()
 	}
+	if f.flows == "" {
+		if agents := fs.Lookup("agents").Value.String(); agents != "" {
+			f.flows = host.FlowsBeside(agents)
+		}
+	}
+	cfg.Runs = &host.RunsConfig{Flows: f.flows}
 	if err == nil {
 		err = runDaemon(p.ctx, cfg, log)
 	}

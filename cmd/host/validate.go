@@ -53,7 +53,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		if v.Status == manifest.StatusValid {
 			fmt.Fprintf(stdout, "ok          %s@%s (%s)\n", v.Skill, v.Version, v.Dir)
 			if w := interpreterWarning(v); w != "" {
-				fmt.Fprintf(stdout, "    warning: %s\n", w)
+				fmt.Fprintf(stdout, "warning     %s@%s: %s\n", v.Skill, v.Version, w)
 			}
 			continue
 		}
@@ -63,6 +63,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "    %s\n", p)
 		}
 	}
+	for _, w := range usesWarnings(pos[0], versions, manifest.Options{StrictModes: *strict}) {
+		fmt.Fprintf(stdout, "warning     %s\n", w)
+	}
 	if len(versions) == 0 && len(problems) == 0 {
 		fmt.Fprintf(stdout, "%s: no version folders found\n", pos[0])
 		return exitFailure
@@ -71,4 +74,22 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// usesWarnings checks the uses of the versions validated against the tree
+// they are in: the whole tree when PATH is one, else the tree around the
+// version or skill folder given.
+func usesWarnings(path string, versions []manifest.Version, opts manifest.Options) []string {
+	tree := versions
+	if len(versions) > 0 {
+		root := filepath.Dir(filepath.Dir(versions[0].Dir))
+		if abs, err := filepath.Abs(path); err != nil || filepath.Clean(abs) != root {
+			t, err := manifest.Scan(root, opts)
+			if err != nil {
+				return []string{fmt.Sprintf("uses not checked: cannot scan the tree %s: %v", root, err)}
+			}
+			tree = t.Versions
+		}
+	}
+	return manifest.UsesWarnings(versions, tree)
 }

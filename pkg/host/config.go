@@ -87,6 +87,10 @@ type Config struct {
 	// Agent mounts the agent loop at POST /v1/chat, and its counters on
 	// /metrics. Default: none.
 	Agent *AgentConfig
+	// Runs mounts the multi-agent runs at /v1/runs and /v1/flows, with the
+	// profiles and model of Agent, logged under StateDir (required).
+	// Unfinished runs resume once the skills are loaded. Default: none.
+	Runs *RunsConfig
 	// Console serves the operator console at /ui/. Default off.
 	Console bool
 	// Faces are more ways in, mounted after the ones above, in order.

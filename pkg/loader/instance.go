@@ -55,6 +55,8 @@ type instance struct {
 	pid        int
 	startedAt  time.Time
 	desc       *skillpb.DescribeResponse
+	host       *hostService // answers the skill's nested calls; nil when its manifest has no uses
+	hostBroker uint32       // the broker id host is served on
 
 	lease     atomic.Int64
 	drained   chan struct{} // closed when draining and no call is in flight
@@ -90,12 +92,13 @@ type launchConfig struct {
 	maxDescribe   int
 	onExit        func(*instance)
 	textBusyTries int
-	mtls          *proc.ClientCert // the host's side of the mutual TLS with every skill
-	user          *proc.SkillUser  // nil: the host's user
-	reaper        *proc.Reaper     // nil: none; told of every process group started and stopped
-	sweeper       *proc.Sweeper    // nil: none; told of every skill process started and gone
-	gomaxprocs    int              // > 0: GOMAXPROCS for a skill whose manifest sets none
-	sockDir       string           // the folder the skill makes its go-plugin socket in
+	mtls          *proc.ClientCert   // the host's side of the mutual TLS with every skill
+	user          *proc.SkillUser    // nil: the host's user
+	reaper        *proc.Reaper       // nil: none; told of every process group started and stopped
+	sweeper       *proc.Sweeper      // nil: none; told of every skill process started and gone
+	gomaxprocs    int                // > 0: GOMAXPROCS for a skill whose manifest sets none
+	sockDir       string             // the folder the skill makes its go-plugin socket in
+	reg           *registry.Registry // where nested calls go (callback.go)
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -180,15 +183,28 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	cmd.ExtraFiles = []*os.File{tlsPipe} // descriptor 3 in the skill
 	cmd.Env = append(cmd.Env, sdk.ServerTLSFDEnv+"=3")
 	stderrTail := &tailWriter{max: 2048}
+	// A skill that declares uses gets the Host service for its nested
+	// calls, over the broker multiplexed on its own connection: no new
+	// listener, and the skill's certificate required on each stream.
+	// Multiplexing puts the connection's calls through yamux too, which
+	// costs them a little; skills that call nothing are left without it.
+	skillPlugin := &sdk.GRPCPlugin{}
+	tlsCfg := cfg.mtls.TLSConfig(server.Leaf())
+	if len(m.Uses) > 0 && cfg.reg != nil {
+		inst.host = newHostService(inst, cfg.reg)
+		skillPlugin.Host = inst.host
+		tlsCfg = withBrokerServerAuth(tlsCfg)
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		Plugins:          sdk.PluginSet(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		HandshakeConfig:     sdk.Handshake,
+		Plugins:             plugin.PluginSet{sdk.PluginName: skillPlugin},
+		Cmd:                 cmd,
+		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCBrokerMultiplex: inst.host != nil,
 		// AutoMTLS's protocol with the host-wide client certificate and
 		// the host-made server one in place of new P-521 ones per
 		// process: see proc.ClientCert.
-		TLSConfig:    cfg.mtls.TLSConfig(server.Leaf()),
+		TLSConfig:    tlsCfg,
 		SkipHostEnv:  true,
 		StartTimeout: cfg.startTimeout,
 		Logger:       inst.log,
@@ -271,6 +287,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		raw, err = proto.Dispense(sdk.PluginName)
 		if err == nil {
 			inst.rpc = raw.(skillpb.SkillClient)
+			inst.hostBroker = skillPlugin.HostBrokerID()
 		}
 	}
 	inst.client = client
@@ -442,6 +459,11 @@ func (inst *instance) Invoke(ctx context.Context, tool string, args []byte, maxR
 		return inst.rt.Invoke(ctx, tool, args, maxResponse)
 	}
 	req := &skillpb.InvokeRequest{Tool: tool, Arguments: args}
+	if inst.host != nil {
+		token, end := inst.host.begin(ctx)
+		defer end()
+		req.HostBrokerId, req.CallToken, req.CallId = inst.hostBroker, token, registry.CallID(ctx)
+	}
 	callCtx := ctx
 	if d, ok := ctx.Deadline(); ok {
 		req.TimeoutNs = max(int64(time.Until(d)), 1)

@@ -518,7 +518,7 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
 		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper, mtls: l.mtls, sockDir: l.sockDir,
-		gomaxprocs: l.cfg.SkillGOMAXPROCS,
+		gomaxprocs: l.cfg.SkillGOMAXPROCS, reg: l.reg,
 	}
 	if ver.Manifest.RuntimeName() == manifest.RuntimeMCP {
 		return launchMCP(ctx, cfg, ver, s)

@@ -33,6 +33,7 @@ type VersionStatus struct {
 	LastError     string            `json:"last_error,omitempty"`
 	Problems      manifest.Problems `json:"problems,omitempty"`
 	Tools         []string          `json:"tools,omitempty"`
+	Uses          []string          `json:"uses,omitempty"` // the manifest's uses: what the version may call through the host
 	DrainDeadline *time.Time        `json:"drain_deadline,omitempty"`
 }
 

@@ -492,6 +492,7 @@ func (s *supervisor) status() SkillStatus {
 		vs.Problems = v.Problems
 		if v.Manifest != nil {
 			vs.Runtime = v.Manifest.RuntimeName()
+			vs.Uses = v.Manifest.Uses
 		}
 		switch v.Status {
 		case manifest.StatusInvalid:

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
+
+	"github.com/skillhost/skillhost/internal/fileio"
 )
 
 // maxCachedHashes bounds the cache. Entries for files that went away are never looked up
@@ -150,19 +151,7 @@ func (c *HashCache) Save(file string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("save digest cache: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := fileio.WriteAtomic(file, b, 0o600); err != nil {
 		return fmt.Errorf("save digest cache: %w", err)
 	}
 	return nil

@@ -41,6 +41,11 @@ type Manifest struct {
 	Author  string            `json:"author,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Limits  Limits            `json:"limits,omitempty"`
+	// Uses lists the hosted tools the skill may call through the host
+	// (sdk.Call): qualified names "skill.tool", or "skill.*" for every tool
+	// of a skill. A call to any other tool is refused. Empty: the skill
+	// calls nothing, and the host serves it no Host service at all.
+	Uses []string `json:"uses,omitempty"`
 }
 
 // The runtimes a manifest can name.
@@ -65,6 +70,18 @@ func (m *Manifest) DigestHex() string {
 		return h
 	}
 	return ""
+}
+
+// MayCall reports whether the manifest's uses lists the tool skill.tool,
+// by name or by a "skill.*" entry.
+func (m *Manifest) MayCall(skill, tool string) bool {
+	for _, u := range m.Uses {
+		s, t, ok := strings.Cut(u, ".")
+		if ok && s == skill && (t == "*" || t == tool) {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits bound what one skill may cost the host. A zero field means "use the default", so a

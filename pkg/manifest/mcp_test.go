@@ -85,6 +85,7 @@ func TestLoadMCPProblems(t *testing.T) {
 		{"no command", func(m map[string]any) { delete(m, "command") }, nil, StatusInvalid, "$.command", `is required but missing (runtime "mcp")`},
 		{"no digest", func(m map[string]any) { delete(m, "digest") }, nil, StatusInvalid, "$.digest", "is required"},
 		{"entrypoint too", func(m map[string]any) { m["entrypoint"] = "server.js" }, nil, StatusInvalid, "$.entrypoint", `is not used by runtime "mcp"`},
+		{"uses", func(m map[string]any) { m["uses"] = []string{"calc.*"} }, nil, StatusInvalid, "$.uses", `is not used by runtime "mcp"`},
 		{"sha256 too", func(m map[string]any) { m["sha256"] = strings.Repeat("a", 64) }, nil, StatusInvalid, "$.sha256", "remove it"},
 		{"absolute command", func(m map[string]any) { m["command"] = "/usr/bin/node" }, nil, StatusInvalid, "$.command", "absolute path"},
 		{"escaping command", func(m map[string]any) { m["command"] = "../x/server" }, nil, StatusInvalid, "$.command", "escapes the version folder"},

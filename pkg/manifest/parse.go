@@ -127,6 +127,9 @@ func codeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problems {
 			}
 		}
 	}
+	if has("uses") {
+		ps = append(ps, usesProblems(m.Uses, bad)...)
+	}
 	if has("env") {
 		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
 			if strings.IndexByte(m.Env[k], 0) >= 0 {
@@ -147,7 +150,8 @@ func runtimeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problem
 	need, refuse := []string{"entrypoint", "sha256"}, []string{"command", "args", "digest"}
 	rt := m.RuntimeName()
 	if rt == RuntimeMCP {
-		need, refuse = []string{"command", "digest"}, need
+		// An MCP server cannot call hosted tools (sdk.Call is the Go SDK's), so uses is refused.
+		need, refuse = []string{"command", "digest"}, append(need, "uses")
 	}
 	var ps Problems
 	for _, k := range need {
@@ -170,6 +174,36 @@ func runtimeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problem
 			if strings.IndexByte(a, 0) >= 0 {
 				ps = append(ps, Problem{"$.args[" + strconv.Itoa(i) + "]", "contains a NUL byte, which cannot be passed to a process"})
 			}
+		}
+	}
+	return ps
+}
+
+// usesProblems holds what the schema cannot say about uses: a name that
+// no tool could have (over the model-facing length limit), and an entry
+// that a "skill.*" entry already covers, which is harmless but says that
+// the author thought the list narrower than it is.
+func usesProblems(uses []string, bad map[string]bool) Problems {
+	var ps Problems
+	wild := map[string]bool{}
+	for _, u := range uses {
+		if s, t, _ := strings.Cut(u, "."); t == "*" {
+			wild[s] = true
+		}
+	}
+	for i, u := range uses {
+		p := "$.uses[" + strconv.Itoa(i) + "]"
+		if bad[p] {
+			continue
+		}
+		s, t, _ := strings.Cut(u, ".")
+		switch {
+		case len(s) > maxSkillNameLen:
+			ps = append(ps, Problem{p, fmt.Sprintf("skill name %q is longer than %d characters: no skill has it", s, maxSkillNameLen)})
+		case t != "*" && len(s)+2+len(t) > maxToolNameLen:
+			ps = append(ps, Problem{p, fmt.Sprintf("the model-facing name %q is %d characters, over the %d-character limit: no tool has it", s+"__"+t, len(s)+2+len(t), maxToolNameLen)})
+		case t != "*" && wild[s]:
+			ps = append(ps, Problem{p, fmt.Sprintf("%q is already covered by %q; list one or the other", u, s+".*")})
 		}
 	}
 	return ps
