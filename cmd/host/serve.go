@@ -30,6 +30,7 @@ type serveFlags struct {
 	readHeaderTimeout, readTimeout    time.Duration
 	strictModes, watch                bool
 	maxStarts, skillProcs             int
+	interpreters                      host.Interpreters
 }
 
 // serve is `host serve`: flags, then a host.Config, then host.Run until a
@@ -51,6 +52,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.strictModes, "strict-modes", true, "refuse group- or world-writable and foreign-owned skill files (like sshd's StrictModes)")
 	skillUserFlag(fs, &f.skillUser, "")
 	skillProcsFlag(fs, &f.skillProcs, "")
+	runtimeFlag(fs, &f.interpreters, "")
 	fs.BoolVar(&f.watch, "watch", true, "follow the skills tree and hot-reload changes")
 	fs.IntVar(&f.maxStarts, "max-parallel-starts", 8, "how many skills may start at once")
 	fs.StringVar(&f.stateDir, "state-dir", envOr("SKILLHOST_STATE_DIR", "./.state"), "folder for persistent operator decisions (disable, pin)")
@@ -71,7 +73,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 		StateDir: f.stateDir, DigestCache: filepath.Join(f.stateDir, loader.DigestCacheFileName),
 		RunDir: f.runDir, Grace: f.grace, StartTimeout: f.startTimeout, Debounce: f.debounce, Resync: f.resync,
 		MaxParallelStarts: f.maxStarts, SkillGOMAXPROCS: f.skillProcs, StrictModes: f.strictModes, Watch: f.watch,
-		SkillUser: f.skillUser, OwnsProcess: p.owns, MCP: mcpConfig(), Console: true,
+		SkillUser: f.skillUser, Interpreters: f.interpreters, OwnsProcess: p.owns, MCP: mcpConfig(), Console: true,
 	}
 	err := readTokens(&cfg.Tokens, f.tokenFile, f.invokeTokenFile)
 	if err == nil {

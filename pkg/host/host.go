@@ -159,7 +159,7 @@ func New(cfg Config) (_ *Host, err error) {
 		Grace: cfg.Grace, StartTimeout: cfg.StartTimeout, StrictModes: cfg.StrictModes, SkillUser: skillUser,
 		Watch: cfg.Watch, Debounce: cfg.Debounce, Resync: cfg.Resync, MaxParallelStarts: cfg.MaxParallelStarts,
 		SkillGOMAXPROCS: cfg.SkillGOMAXPROCS, State: state, DigestCache: cfg.DigestCache,
-		Reaper: reaper, Subreaper: cfg.OwnsProcess,
+		Reaper: reaper, Subreaper: cfg.OwnsProcess, Interpreters: cfg.Interpreters,
 		OnSwap: h.met.ObserveSwap, OnScan: h.met.ObserveScan, OnEvent: h.publishLifecycle,
 	})
 	if err != nil {

@@ -30,6 +30,7 @@ type supervisor struct {
 	dones    []chan struct{}
 	wake     chan struct{} // capacity 1: merges bursts of updates
 	crashCh  chan *instance
+	retool   chan struct{} // capacity 1: the active instance's tools changed (runtime.go)
 
 	restartTimer *time.Timer
 	restartN     int
@@ -51,7 +52,7 @@ type supervisor struct {
 
 func newSupervisor(l *Loader, name string) *supervisor {
 	return &supervisor{
-		l: l, name: name, wake: make(chan struct{}, 1), crashCh: make(chan *instance, 16),
+		l: l, name: name, wake: make(chan struct{}, 1), crashCh: make(chan *instance, 16), retool: make(chan struct{}, 1),
 		draining: map[*instance]struct{}{}, failed: map[string]string{}, incomplete: map[string]string{},
 		restarts: map[string]int{}, lastErr: map[string]string{},
 	}
@@ -107,6 +108,8 @@ func (s *supervisor) run(ctx context.Context) {
 		case <-restartC:
 			s.restartTimer = nil
 			s.restart(ctx)
+		case <-s.retool:
+			s.redescribe(ctx)
 		}
 	}
 }
@@ -493,6 +496,7 @@ func (s *supervisor) status() SkillStatus {
 		vs := get(v.Version)
 		vs.Problems = v.Problems
 		if v.Manifest != nil {
+			vs.Runtime = v.Manifest.RuntimeName()
 			vs.Uses = v.Manifest.Uses
 		}
 		switch v.Status {
@@ -572,6 +576,7 @@ func (s *supervisor) drainingByAge() []*instance {
 
 func fillInstance(vs *VersionStatus, inst *instance) {
 	vs.PID = inst.pid
+	vs.Runtime = inst.ver.Manifest.RuntimeName()
 	t := inst.startedAt
 	vs.StartedAt = &t
 	vs.InFlight = inst.inFlight()

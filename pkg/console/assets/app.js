@@ -364,8 +364,13 @@
   // ---- skills table ------------------------------------------------------
   const BAD = new Set(['failed', 'invalid', 'incomplete', 'crashed']);
 
+  // runtimeBadge marks a version that is an MCP server ("runtime": "mcp");
+  // go-plugin, the default, goes unmarked.
+  const runtimeBadge = (v) => v.runtime && v.runtime !== 'go-plugin'
+    ? badge('rt', v.runtime, v.runtime === 'mcp' ? 'an MCP server run as a skill (runtime "mcp")' : 'runtime ' + v.runtime) : null;
+
   function versionLine(v) {
-    const parts = [badge('v', v.version), badge('s-' + v.state, v.state)];
+    const parts = [badge('v', v.version), runtimeBadge(v), badge('s-' + v.state, v.state)];
     if (v.state === 'draining') {
       if (v.drain_deadline) parts.push(h('span', { class: 'countdown', 'data-deadline': v.drain_deadline, text: countdown(v.drain_deadline) }));
       if (v.in_flight) parts.push(h('span', { class: 'why note', text: `${v.in_flight} in flight` }));
@@ -412,7 +417,7 @@
           ? h('div', { class: 'uses', title: 'tools this version may call through the host (manifest uses)', text: 'calls ' + active.uses.join(', ') }) : null);
       const activeCell = h('td', { class: 'active' }, active
         ? h('div', { class: 'version', 'data-version': active.version, 'data-state': active.state },
-          badge('v', active.version), badge('s-' + active.state, active.state),
+          badge('v', active.version), runtimeBadge(active), badge('s-' + active.state, active.state),
           active.last_error ? h('span', { class: BAD.has(active.state) ? 'why' : 'why note', text: active.last_error }) : null)
         : h('span', { class: 'muted', text: '—' }));
       rows.push(h('tr', { 'data-skill': s.name, 'data-active': s.active || '', 'data-disabled': String(!!s.disabled), 'data-pinned': s.pinned || '' },
