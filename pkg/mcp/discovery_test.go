@@ -156,3 +156,17 @@ func doPost(s *Server, target string) int {
 	s.Handler().ServeHTTP(w, r)
 	return w.Code
 }
+
+func TestDiscoveryConfigErrors(t *testing.T) {
+	if _, err := New(Config{Registry: registry.New(registry.Config{}), Discovery: "maybe"}); err == nil || !strings.Contains(err.Error(), "maybe") {
+		t.Errorf("New with a bad Discovery: %v", err)
+	}
+	// Every problem of an endpoint is reported at once.
+	_, err := ParseEndpoint(map[string][]string{"read_only": {"perhaps"}, ParamDiscovery: {"maybe"}})
+	if err == nil || !strings.Contains(err.Error(), "read_only") || !strings.Contains(err.Error(), "maybe") {
+		t.Errorf("ParseEndpoint: %v", err)
+	}
+	if e, err := ParseEndpoint(map[string][]string{ParamDiscovery: {"Search"}, "tags": {"math"}}); err != nil || e.Discovery != DiscoverySearch || e.Query().Encode() != "discovery=search&tags=math" {
+		t.Errorf("ParseEndpoint = %+v %v", e, err)
+	}
+}
