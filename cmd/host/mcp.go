@@ -27,14 +27,26 @@ import (
 // returns what turns them into its config: nil when --mcp=false.
 func mcpServeFlags(fs *flag.FlagSet) func() *host.MCPConfig {
 	var enabled, showUnavailable bool
+	var discovery mcp.Discovery
 	fs.BoolVar(&enabled, "mcp", true, "serve the MCP face (streamable HTTP) at /mcp")
 	fs.BoolVar(&showUnavailable, "mcp-show-unavailable", false, "list the tools of a skill restarting after a crash, marked unavailable, instead of leaving them out until it is back")
+	discoveryFlag(fs, "mcp-discovery", &discovery, "/mcp's mode when its URL does not choose one (?discovery=): \"search\" starts sessions with find_tools, load_tools and call_tool instead of every tool (default off)")
 	return func() *host.MCPConfig {
 		if !enabled {
 			return nil
 		}
-		return &host.MCPConfig{ShowUnavailable: showUnavailable}
+		return &host.MCPConfig{ShowUnavailable: showUnavailable, Discovery: discovery}
 	}
+}
+
+// discoveryFlag adds a flag that takes a discovery mode, checked as it is
+// parsed.
+func discoveryFlag(fs *flag.FlagSet, name string, d *mcp.Discovery, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := mcp.ParseDiscovery(s)
+		*d = v
+		return err
+	})
 }
 
 // `host mcp`: one MCP session on stdin/stdout, for a client that launches
@@ -56,6 +68,7 @@ type mcpFlags struct {
 	tags, only               string
 	readOnly                 bool
 	showUnavailable          bool
+	discovery                mcp.Discovery
 	grace, startTimeout      time.Duration
 	debounce                 time.Duration
 	strictModes              bool
@@ -100,6 +113,7 @@ flags:
 	fs.StringVar(&f.tags, "tags", "", "offer only tools carrying any of these tags (comma separated)")
 	fs.StringVar(&f.only, "only-skills", "", "offer only the tools of these skills (comma separated)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "offer only tools annotated read-only")
+	discoveryFlag(fs, "discovery", &f.discovery, "\"search\": start with find_tools, load_tools and call_tool instead of every tool, for clients with many tools (default off)")
 	logFlags(fs, &f.logFormat, &f.logLevel)
 	log, code, ok := parseLogged("mcp", fs, args, stderr, &f.logFormat, &f.logLevel)
 	if !ok {
@@ -114,6 +128,7 @@ flags:
 		fmt.Fprintf(stderr, "host mcp: %v\n", err)
 		return exitUsage
 	}
+	endpoint := mcp.Endpoint{Filter: filter, Discovery: f.discovery}
 	// A hangup is the session's terminal or client going away: stop as
 	// cleanly as on SIGTERM (drain, stop the skills), not die of it.
 	ctx, stop := signal.NotifyContext(p.ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -122,16 +137,16 @@ flags:
 	// it was handed (a test's buffer, or the process's stdout).
 	transport := &mcpsdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
 	if f.addr != "" {
-		return runMCPBridge(ctx, f, filter, log, transport)
+		return runMCPBridge(ctx, f, endpoint, log, transport)
 	}
-	return runMCPEmbedded(ctx, f, filter, log, transport, p.owns)
+	return runMCPEmbedded(ctx, f, endpoint, log, transport, p.owns)
 }
 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport, owns bool) int {
+func runMCPEmbedded(ctx context.Context, f mcpFlags, endpoint mcp.Endpoint, log hclog.Logger, t mcpsdk.Transport, owns bool) int {
 	h, err := host.New(host.Config{
 		Skills: f.skills, Logger: log, StateDir: f.stateDir, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, Debounce: f.debounce, StrictModes: f.strictModes, Watch: true,
@@ -157,7 +172,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 		log.Info("signal; stopped before the skills were loaded")
 		return exitOK
 	}
-	code := serveMCPStdio(ctx, h, f, filter, log, t)
+	code := serveMCPStdio(ctx, h, f, endpoint, log, t)
 	stopRun()
 	<-ran
 	return code
@@ -165,15 +180,15 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 
 // serveMCPStdio serves one MCP session on t over the embedded host's
 // registry until the client goes or ctx ends.
-func serveMCPStdio(ctx context.Context, h *host.Host, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
+func serveMCPStdio(ctx context.Context, h *host.Host, f mcpFlags, endpoint mcp.Endpoint, log hclog.Logger, t mcpsdk.Transport) int {
 	srv, err := mcp.New(mcp.Config{Registry: h.Registry(), Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
 	if err != nil {
 		log.Error("cannot start the MCP server", "error", err)
 		return exitFailure
 	}
 	defer srv.Close()
-	log.Info("serving MCP on stdio", "skills", f.skills, "tools", h.Registry().Snapshot().Len(), "filter", filter)
-	if err := srv.ServeTransport(ctx, t, filter); err != nil && ctx.Err() == nil {
+	log.Info("serving MCP on stdio", "skills", f.skills, "tools", h.Registry().Snapshot().Len(), "filter", endpoint.Filter, "discovery", endpoint.Discovery)
+	if err := srv.ServeEndpoint(ctx, t, endpoint); err != nil && ctx.Err() == nil {
 		log.Debug("session ended", "error", err)
 	}
 	if ctx.Err() != nil {
@@ -184,7 +199,7 @@ func serveMCPStdio(ctx context.Context, h *host.Host, f mcpFlags, filter mcp.Fil
 	return exitOK
 }
 
-func runMCPBridge(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.Logger, t mcpsdk.Transport) int {
+func runMCPBridge(ctx context.Context, f mcpFlags, e mcp.Endpoint, log hclog.Logger, t mcpsdk.Transport) int {
 	token := os.Getenv("SKILLHOST_TOKEN")
 	if f.tokenFile != "" {
 		tok, err := api.ReadToken(f.tokenFile)
@@ -194,7 +209,7 @@ func runMCPBridge(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.
 		}
 		token = tok
 	}
-	endpoint, hc, err := mcpEndpoint(f.addr, filter)
+	endpoint, hc, err := mcpEndpoint(f.addr, e)
 	if err != nil {
 		log.Error("bad --addr", "error", err)
 		return exitUsage
@@ -214,7 +229,7 @@ func runMCPBridge(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclog.
 // mcpEndpoint turns --addr into the URL of the daemon's MCP endpoint (path
 // /mcp unless one is given) carrying the filter, and the HTTP client to
 // reach it (over a unix socket for unix:/path).
-func mcpEndpoint(addr string, filter mcp.Filter) (string, *http.Client, error) {
+func mcpEndpoint(addr string, e mcp.Endpoint) (string, *http.Client, error) {
 	base, hc := daemonHTTP(strings.TrimSpace(addr))
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" {
@@ -224,7 +239,7 @@ func mcpEndpoint(addr string, filter mcp.Filter) (string, *http.Client, error) {
 		u.Path = "/mcp"
 	}
 	q := u.Query()
-	for k, v := range filter.Query() {
+	for k, v := range e.Query() {
 		q[k] = v
 	}
 	u.RawQuery = q.Encode()

@@ -21,6 +21,7 @@ func TestMCPFaceFollowsItsFlags(t *testing.T) {
 	}{
 		{nil, &host.MCPConfig{}},
 		{[]string{"--mcp-show-unavailable"}, &host.MCPConfig{ShowUnavailable: true}},
+		{[]string{"--mcp-discovery", "search"}, &host.MCPConfig{Discovery: mcp.DiscoverySearch}},
 		{[]string{"--mcp=false"}, nil},
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -50,13 +51,17 @@ func TestMCPEndpoint(t *testing.T) {
 		{"http://h:1/custom/mcp?x=1", filter, "http://h:1/custom/mcp?read_only=true&tags=math&x=1"},
 		{"unix:/run/skillhost.sock", mcp.Filter{}, "http://unix/mcp"},
 	} {
-		got, hc, err := mcpEndpoint(tc.addr, tc.filter)
+		got, hc, err := mcpEndpoint(tc.addr, mcp.Endpoint{Filter: tc.filter})
 		if err != nil || got != tc.want || hc == nil {
 			t.Errorf("mcpEndpoint(%q) = %q, %v; want %q", tc.addr, got, err, tc.want)
 		}
 	}
-	if _, _, err := mcpEndpoint("http://", mcp.Filter{}); err == nil {
+	if _, _, err := mcpEndpoint("http://", mcp.Endpoint{}); err == nil {
 		t.Error("an address without a host was accepted")
+	}
+	got, _, err := mcpEndpoint("127.0.0.1:7070", mcp.Endpoint{Filter: filter, Discovery: mcp.DiscoverySearch})
+	if want := "http://127.0.0.1:7070/mcp?discovery=search&read_only=true&tags=math"; err != nil || got != want {
+		t.Errorf("with discovery: %q %v, want %q", got, err, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/agent"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/mcp"
 	"github.com/skillhost/skillhost/pkg/mcprt"
 	"github.com/skillhost/skillhost/pkg/registry/embed"
 )
@@ -110,6 +111,9 @@ type MCPConfig struct {
 	// ShowUnavailable lists the tools of a skill restarting after a crash,
 	// marked unavailable, instead of leaving them out until it is back.
 	ShowUnavailable bool
+	// Discovery is the mode of /mcp when its URL does not choose one
+	// (?discovery=search or off): see mcp.Config.Discovery. Default off.
+	Discovery mcp.Discovery
 }
 
 // AgentConfig is the agent loop behind POST /v1/chat (pkg/agent).

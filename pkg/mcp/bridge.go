@@ -147,8 +147,16 @@ func (b *bridge) dial(ctx context.Context) (*mcpsdk.ClientSession, error) {
 		c.Transport = bearer{token: b.cfg.Token, next: hc.Transport}
 		hc = &c
 	}
-	return b.client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: b.cfg.Endpoint, HTTPClient: hc}, nil)
+	// The bridge speaks the session protocol to the daemon whatever its
+	// own client speaks: the session's lifetime is how it learns that the
+	// daemon went away (and reconnects), which the sessionless protocol
+	// has no equivalent for.
+	return b.client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: b.cfg.Endpoint, HTTPClient: hc},
+		&mcpsdk.ClientSessionOptions{ProtocolVersion: bridgeUpstreamVersion})
 }
+
+// bridgeUpstreamVersion is the protocol the bridge speaks to the daemon.
+const bridgeUpstreamVersion = "2025-11-25"
 
 type bearer struct {
 	token string

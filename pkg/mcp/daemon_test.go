@@ -652,3 +652,51 @@ func TestStdioEmbeddedStopsOnHangup(t *testing.T) {
 		t.Errorf("processes left after SIGHUP: %v", kids)
 	}
 }
+
+// TestStdioDiscovery: `host mcp --discovery search` over stdio, at the
+// go-sdk's default protocol (2026-07-28): the session starts with the
+// discovery tools and what it loads joins its list with list_changed.
+func TestStdioDiscovery(t *testing.T) {
+	root := t.TempDir()
+	install(t, root, "alpha", "1.0.0")
+	var stderr testenv.SyncBuffer
+	cmd := exec.Command(hostBin, "mcp", "--skills", root, "--discovery", "search", "--read-only", "--log-level", "debug")
+	cmd.Stderr = childStderr(&stderr)
+	c := connectCommand(t, cmd)
+	if v := c.cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("negotiated %s over stdio", v)
+	}
+	if got := strings.Join(names(c.tools()), ","); got != "call_tool,find_tools,load_tools" {
+		t.Fatalf("a discovery session starts with %s\n%s", got, stderr.String())
+	}
+	found := text(c.mustCall("find_tools", map[string]any{"query": "echo", "limit": 20}))
+	if !strings.Contains(found, `"alpha.echo"`) {
+		t.Fatalf("find_tools: %s", found)
+	}
+	res := c.mustCall("load_tools", map[string]any{"names": []string{"alpha.echo"}})
+	if res.IsError {
+		t.Fatalf("load_tools: %s", text(res))
+	}
+	select {
+	case <-c.changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after load_tools")
+	}
+	if got := names(c.tools()); !slices.Contains(got, "alpha.echo") || len(got) != 4 {
+		t.Errorf("after loading: %v", got)
+	}
+	if e := echoOf(t, c.mustCall("alpha.echo", map[string]any{"msg": "found"})); e.Msg != "found" {
+		t.Errorf("echo = %+v", e)
+	}
+	// --read-only bounds the mode: a write tool is neither loaded nor
+	// called (alpha.crash would end the skill).
+	if res := c.mustCall("load_tools", map[string]any{"names": []string{"alpha.crash"}}); !res.IsError {
+		t.Errorf("a read-only endpoint loaded alpha.crash: %s", text(res))
+	}
+	if res := c.mustCall("call_tool", map[string]any{"name": "alpha.crash"}); !res.IsError || !strings.Contains(text(res), "unknown_tool") {
+		t.Errorf("a read-only endpoint called alpha.crash: %s", text(res))
+	}
+	if e := echoOf(t, c.mustCall("call_tool", map[string]any{"name": "alpha.echo", "arguments": map[string]any{"msg": "still"}})); e.Msg != "still" {
+		t.Errorf("call_tool after the refusals: %+v", e)
+	}
+}

@@ -29,6 +29,17 @@
 // the drop is never silent, and a call that still names such a tool gets a
 // retryable skill_unavailable result rather than "unknown tool".
 //
+// An endpoint in discovery mode ([DiscoverySearch], ?discovery=search)
+// lists find_tools, load_tools and call_tool instead of its tools; each
+// session has its own go-sdk server, so the tools it loads join its list
+// alone, always within the endpoint's filter. With [Config.Skills],
+// instruction skills are resources (skill://<name>/<path>) under the MCP
+// skills extension, following the catalog's hot reloads.
+//
+// Protocol 2026-07-28 (sessionless) is served beside the session protocol
+// of the older versions: the HTTP face routes each request to a stateful or
+// a stateless go-sdk handler over the same servers.
+//
 // Faces: [Server.Handler] serves streamable HTTP (the daemon mounts it at
 // /mcp), [Server.ServeTransport] serves one session over any go-sdk
 // transport (stdio for a desktop client), and [ServeBridge] serves a stdio

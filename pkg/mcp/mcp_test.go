@@ -108,23 +108,38 @@ func sdkClient(changed chan struct{}) *mcpsdk.Client {
 // serveMem connects a client to s over the in-memory transport.
 func serveMem(t *testing.T, s *Server, f Filter) *memClient {
 	t.Helper()
+	return serveEndpoint(t, s, Endpoint{Filter: f})
+}
+
+// serveEndpoint connects a client to an endpoint of s over the in-memory
+// transport.
+func serveEndpoint(t *testing.T, s *Server, e Endpoint) *memClient {
+	t.Helper()
+	c := &memClient{t: t, changed: make(chan struct{}, 64)}
+	c.cs = connectMem(t, s, e, sdkClient(c.changed))
+	return c
+}
+
+// connectMem serves one session of e over the in-memory transport and
+// connects cl to it; the test's cleanup closes both.
+func connectMem(t *testing.T, s *Server, e Endpoint, cl *mcpsdk.Client) *mcpsdk.ClientSession {
+	t.Helper()
 	ct, st := mcpsdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.ServeTransport(ctx, st, f) }()
-	c := &memClient{t: t, changed: make(chan struct{}, 64)}
-	cs, err := sdkClient(c.changed).Connect(ctx, ct, nil)
+	go func() { done <- s.ServeEndpoint(ctx, st, e) }()
+	cs, err := cl.Connect(ctx, ct, nil)
 	if err != nil {
 		cancel()
+		<-done
 		t.Fatal(err)
 	}
-	c.cs = cs
 	t.Cleanup(func() {
 		cs.Close()
 		cancel()
 		<-done
 	})
-	return c
+	return cs
 }
 
 func (c *memClient) list() []*mcpsdk.Tool {
@@ -471,8 +486,11 @@ func TestHTTPDrainLetsCallsFinish(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	connect := func() (*mcpsdk.ClientSession, error) {
+		// The session protocol; TestHTTPModernFilterAndDrain drains the
+		// sessionless one.
 		return sdkClient(make(chan struct{}, 8)).Connect(context.Background(),
-			&mcpsdk.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: tr}}, nil)
+			&mcpsdk.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: tr}},
+			&mcpsdk.ClientSessionOptions{ProtocolVersion: v20251125})
 	}
 	cs, err := connect()
 	if err != nil {
@@ -558,9 +576,10 @@ func TestHTTPSessionsIdleTimeoutAndPings(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	connect := func(listen bool) *mcpsdk.ClientSession {
+		// Sessions, their timeout and pings are the session protocol's.
 		cs, err := sdkClient(make(chan struct{}, 8)).Connect(context.Background(), &mcpsdk.StreamableClientTransport{
 			Endpoint: ts.URL, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: !listen,
-		}, nil)
+		}, &mcpsdk.ClientSessionOptions{ProtocolVersion: v20251125})
 		if err != nil {
 			t.Fatal(err)
 		}

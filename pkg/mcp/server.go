@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -31,6 +32,12 @@ type Config struct {
 	// note on names, list changes and retryable errors.
 	Instructions string
 
+	// Skills serves instruction skills (Agent Skills) as resources
+	// (skill://<name>/<path>) with the MCP skills extension's skills/list
+	// and skills/get, following the catalog's hot reloads. Nil: no
+	// resources. The daemon wires its skill loader here.
+	Skills SkillCatalog
+
 	// Debounce is how long the watcher lets registry publications gather
 	// before it resyncs the tool lists, so that a reload that swaps three
 	// skills costs clients one list_changed, not three. Default 200 ms.
@@ -48,6 +55,14 @@ type Config struct {
 	// request from its client (clients then start a new one, as the
 	// specification asks). Default 30 min; negative: never.
 	SessionTimeout time.Duration
+	// Discovery is the mode of an HTTP endpoint whose URL does not say
+	// (?discovery=search or ?discovery=off). Default DiscoveryOff: every
+	// tool listed.
+	Discovery Discovery
+	// MaxLoaded caps how many tools one session of a discovery endpoint
+	// (DiscoverySearch) may load into its list. Default DefaultMaxLoaded.
+	MaxLoaded int
+
 	// KeepAlive is the interval of the pings the server sends HTTP
 	// sessions. A client listening on its event stream answers them, which
 	// keeps its session from timing out however long it stays idle. Default
@@ -58,12 +73,13 @@ type Config struct {
 // Server is the MCP face of one registry. Its methods are safe for
 // concurrent use; Close stops everything it started.
 type Server struct {
-	cfg  Config
-	reg  *registry.Registry
-	log  hclog.Logger
-	slog *slog.Logger
-	impl *mcpsdk.Implementation
-	http *httpFace
+	cfg    Config
+	reg    *registry.Registry
+	skills SkillCatalog // nil: no resources
+	log    hclog.Logger
+	slog   *slog.Logger
+	impl   *mcpsdk.Implementation
+	http   *httpFace
 
 	// hard is canceled by Close: calls still running then are cut.
 	hard       context.Context
@@ -113,6 +129,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxViews <= 0 {
 		cfg.MaxViews = 64
 	}
+	if _, err := ParseDiscovery(string(cfg.Discovery)); err != nil {
+		return nil, fmt.Errorf("mcp: Config.Discovery: %w", err)
+	}
+	if cfg.MaxLoaded <= 0 {
+		cfg.MaxLoaded = DefaultMaxLoaded
+	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 30 * time.Minute
 	}
@@ -120,19 +142,26 @@ func New(cfg Config) (*Server, error) {
 		cfg.KeepAlive = time.Minute
 	}
 	s := &Server{
-		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, slog: sdkLogger(cfg.Logger),
+		cfg: cfg, reg: cfg.Registry, skills: cfg.Skills, log: cfg.Logger, slog: sdkLogger(cfg.Logger),
 		impl:  &mcpsdk.Implementation{Name: cfg.Name, Title: "skillhost", Version: cfg.Version},
 		views: map[string]*view{}, extra: map[*view]struct{}{},
 		mapped: map[*registry.Tool]*mappedTool{}, done: make(chan struct{}),
 	}
 	s.hard, s.hardCancel = context.WithCancel(context.Background())
-	s.views[Filter{}.String()] = s.newView(Filter{}, true)
+	s.views[Endpoint{}.key()] = s.newView(Endpoint{}, true, false)
 	s.http = newHTTPFace(s)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.watch()
 	}()
+	if s.skills != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.watchSkills()
+		}()
+	}
 	return s, nil
 }
 
@@ -170,7 +199,16 @@ func (s *Server) watch() {
 func (s *Server) Sync() { s.syncAll() }
 
 func (s *Server) syncAll() {
+	for _, v := range s.allViews() {
+		v.sync()
+	}
+	s.pruneMappings()
+}
+
+// allViews returns every view: the HTTP face's and the sessions' own.
+func (s *Server) allViews() []*view {
 	s.viewsMu.Lock()
+	defer s.viewsMu.Unlock()
 	views := make([]*view, 0, len(s.views)+len(s.extra))
 	for _, v := range s.views {
 		views = append(views, v)
@@ -178,11 +216,7 @@ func (s *Server) syncAll() {
 	for v := range s.extra {
 		views = append(views, v)
 	}
-	s.viewsMu.Unlock()
-	for _, v := range views {
-		v.sync()
-	}
-	s.pruneMappings()
+	return views
 }
 
 // mapping returns the cached MCP form of t.
@@ -213,14 +247,22 @@ func (s *Server) pruneMappings() {
 }
 
 // newView builds the go-sdk server of one filter and fills it.
-func (s *Server) newView(f Filter, forHTTP bool) *view {
-	v := &view{s: s, filter: f, tools: map[string]string{}, lastUsed: time.Now()}
+func (s *Server) newView(e Endpoint, forHTTP, loadable bool) *view {
+	v := &view{s: s, filter: e.Filter, discovery: e.Discovery, loadable: loadable,
+		tools: map[string]string{}, loaded: map[string]bool{}, resources: map[string]string{}, lastUsed: time.Now()}
+	caps := &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}}
+	if s.skills != nil {
+		// Likewise for resources, and the skills extension (which asks
+		// for the resources capability too).
+		caps.Resources = &mcpsdk.ResourceCapabilities{ListChanged: true}
+		caps.Extensions = map[string]any{skillsExtension: map[string]any{}}
+	}
 	opts := &mcpsdk.ServerOptions{
 		Instructions: s.cfg.Instructions,
 		Logger:       s.slog,
 		// Advertise tools with listChanged even while the registry is
 		// empty: tools may appear at any moment.
-		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
+		Capabilities: caps,
 	}
 	if forHTTP && s.cfg.KeepAlive > 0 {
 		// The pings only keep listening clients' sessions alive; a missed
@@ -231,6 +273,12 @@ func (s *Server) newView(f Filter, forHTTP bool) *view {
 	v.srv = mcpsdk.NewServer(s.impl, opts)
 	v.srv.AddReceivingMiddleware(v.middleware)
 	v.sync()
+	if s.skills != nil {
+		if err := v.addSkillMethods(); err != nil {
+			s.log.Error("cannot serve the skills extension's methods", "error", err)
+		}
+		v.syncSkills()
+	}
 	return v
 }
 
@@ -238,11 +286,21 @@ func (s *Server) newView(f Filter, forHTTP bool) *view {
 // &mcpsdk.StdioTransport{}) with the tools that pass f, until the client
 // disconnects, ctx ends or the server closes.
 func (s *Server) ServeTransport(ctx context.Context, t mcpsdk.Transport, f Filter) error {
-	f, problems := f.Normalize()
+	return s.ServeEndpoint(ctx, t, Endpoint{Filter: f})
+}
+
+// ServeEndpoint is ServeTransport for any endpoint: a filter and a
+// discovery mode.
+func (s *Server) ServeEndpoint(ctx context.Context, t mcpsdk.Transport, e Endpoint) error {
+	f, problems := e.Filter.Normalize()
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	v := s.newView(f, false)
+	if _, err := ParseDiscovery(string(e.Discovery)); err != nil {
+		return err
+	}
+	e.Filter = f
+	v := s.newView(e, false, true)
 	s.viewsMu.Lock()
 	if s.closed {
 		s.viewsMu.Unlock()
@@ -328,9 +386,54 @@ func (s *Server) closeSessions() {
 	}
 }
 
-// httpView returns the view of f for the HTTP face, creating it if need be.
-func (s *Server) httpView(f Filter) (*view, error) {
-	key := f.String()
+// key names an endpoint's shared view.
+func (e Endpoint) key() string {
+	if e.Discovery == DiscoveryOff {
+		return e.Filter.String()
+	}
+	return "discovery=" + string(e.Discovery) + " " + e.Filter.String()
+}
+
+// sessionView builds the view of one new session of a discovery endpoint:
+// what it loads is its own. It is synced with the others until its session
+// ends (pruned by pruneSessionViewsLocked).
+func (s *Server) sessionView(e Endpoint) (*view, error) {
+	s.viewsMu.Lock()
+	defer s.viewsMu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	s.pruneSessionViewsLocked()
+	v := s.newView(e, true, true)
+	v.perSession = true
+	s.extra[v] = struct{}{}
+	return v, nil
+}
+
+// pruneSessionViewsLocked forgets the HTTP session views whose session
+// has ended (or never began) for a while.
+func (s *Server) pruneSessionViewsLocked() {
+	for v := range s.extra {
+		if !v.perSession || time.Since(v.lastUsed) < viewIdle {
+			continue
+		}
+		busy := false
+		for range v.srv.Sessions() {
+			busy = true
+			break
+		}
+		if busy {
+			v.lastUsed = time.Now()
+		} else {
+			delete(s.extra, v)
+		}
+	}
+}
+
+// httpView returns the shared view of e for the HTTP face, creating it if
+// need be.
+func (s *Server) httpView(e Endpoint) (*view, error) {
+	key := e.key()
 	s.viewsMu.Lock()
 	defer s.viewsMu.Unlock()
 	if s.closed {
@@ -346,7 +449,7 @@ func (s *Server) httpView(f Filter) (*view, error) {
 			return nil, registry.Errorf(registry.CodeOverloaded, "this server already serves %d distinct tool filters; reuse one or try again later", s.cfg.MaxViews)
 		}
 	}
-	v := s.newView(f, true)
+	v := s.newView(e, true, false)
 	s.views[key] = v
 	return v, nil
 }
@@ -358,7 +461,7 @@ const viewIdle = time.Minute
 
 func (s *Server) evictIdleLocked() {
 	for key, v := range s.views {
-		if v.filter.IsZero() || time.Since(v.lastUsed) < viewIdle {
+		if (v.filter.IsZero() && v.discovery == DiscoveryOff) || time.Since(v.lastUsed) < viewIdle {
 			continue
 		}
 		busy := false

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,12 +20,23 @@ type view struct {
 	filter Filter
 	srv    *mcpsdk.Server
 
-	mu     sync.Mutex        // guards gen, synced and tools; serializes syncs
+	// discovery is the endpoint's mode. With DiscoverySearch the view
+	// lists the discovery tools and the registry tools its session loaded
+	// (a view per session); loadable is false for the shared view of
+	// sessionless requests, which have no session to load into.
+	discovery Discovery
+	loadable  bool
+
+	mu     sync.Mutex        // guards gen, synced, tools, loaded and resources; serializes syncs
 	gen    uint64            // registry generation last mirrored
 	synced bool              // gen is meaningful
 	tools  map[string]string // name → fingerprint of what srv holds
+	loaded map[string]bool   // discovery: the tools this session loaded
 
-	lastUsed time.Time // guarded by s.viewsMu
+	resources map[string]string // skill file URI → digest of what srv holds
+
+	lastUsed   time.Time // guarded by s.viewsMu
+	perSession bool      // an HTTP discovery session's own view; guarded by s.viewsMu
 }
 
 // sync mirrors the current snapshot into srv as a diff: tools that are gone
@@ -40,8 +52,11 @@ func (v *view) sync() {
 		return
 	}
 	wanted := map[string]wantTool{}
+	if v.discovery == DiscoverySearch {
+		wanted = discoveryTools(v.loadable)
+	}
 	for _, t := range snap.Tools() {
-		if !v.filter.Match(t) {
+		if !v.filter.Match(t) || (v.discovery == DiscoverySearch && !v.loaded[t.Name]) {
 			continue
 		}
 		avail := t.Available()
@@ -55,7 +70,13 @@ func (v *view) sync() {
 	v.gen, v.synced = snap.Gen(), true
 }
 
-func (v *view) add(t *mcpsdk.Tool) bool { return addTool(v.srv, t, v.handle, v.s.log) }
+func (v *view) add(t *mcpsdk.Tool) bool {
+	h := v.handle
+	if v.discovery == DiscoverySearch && !strings.Contains(t.Name, ".") {
+		h = v.discoveryHandler(t.Name)
+	}
+	return addTool(v.srv, t, h, v.s.log)
+}
 
 // listed reports whether srv holds a tool of that name.
 func (v *view) listed(name string) bool {
