@@ -69,6 +69,7 @@ var mayImport = map[string][]string{
 	"internal/httpjson":   {"pkg/registry"},
 	"internal/filtertest": {"pkg/registry"},
 	"internal/testenv":    {"sdk/proctree"},
+	"internal/etcdtest":   {},
 	"internal/testskill":  {"sdk", "sdk/proto"},
 
 	// The bench harness drives whatever it measures; the bench skills and
