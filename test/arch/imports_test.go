@@ -51,7 +51,7 @@ var mayImport = map[string][]string{
 	"pkg/loader":   {"pkg/manifest", "pkg/skillmd", "pkg/proc", "pkg/mcprt", "pkg/registry", "pkg/events", "sdk", "sdk/proto", "sdk/proctree"},
 	"pkg/mcprt":    {"pkg/registry", "pkg/manifest", "pkg/proc", "pkg/skillmd", "sdk/proctree"},
 	"pkg/proc":     {"pkg/manifest", "sdk", "sdk/proctree"},
-	"pkg/fleet":    {"pkg/loader", "pkg/manifest"},
+	"pkg/fleet":    {"pkg/loader", "pkg/manifest", "pkg/registry", "internal/httpjson"},
 	"pkg/manifest": {},
 	"pkg/skillmd":  {},
 
@@ -66,7 +66,7 @@ var mayImport = map[string][]string{
 	"pkg/console": {},
 
 	// Helpers shared by faces and by tests.
-	"internal/httpjson":   {"pkg/registry"},
+	"internal/httpjson":   {"pkg/registry"}, // used by faces and by pkg/fleet's HTTP handlers
 	"internal/filtertest": {"pkg/registry"},
 	"internal/testenv":    {"sdk/proctree"},
 	"internal/etcdtest":   {},

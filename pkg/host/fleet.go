@@ -1,0 +1,160 @@
+package host
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skillhost/skillhost/pkg/fleet"
+	"github.com/skillhost/skillhost/pkg/loader"
+)
+
+// FleetConfig turns on fleet mode: the operator's decisions live in etcd
+// and every host follows them, and the host registers itself there under a
+// lease. See docs/operations.md, "Running a fleet".
+type FleetConfig struct {
+	// Etcd says where the fleet's store is (fleet.ParseEtcdURL reads the
+	// --state URL into it).
+	Etcd fleet.EtcdConfig
+	// ID names this host in the fleet. Default: hostname-port of the
+	// listen address.
+	ID string
+	// Address is what others reach this host at. Default: the bound
+	// listen address.
+	Address string
+	// LeaseTTL is how long a dead host stays listed (default
+	// fleet.DefaultLeaseTTL).
+	LeaseTTL time.Duration
+}
+
+// fleetFace connects to etcd, keeps the decisions there (the loader's
+// StateStore), registers the host, and serves GET /v1/fleet and
+// /v1/fleet/events.
+type fleetFace struct {
+	cfg      FleetConfig
+	cli      *clientv3.Client
+	store    *fleet.Store
+	handlers *fleet.Handlers
+	skills   string // the tree, to read the serving digests
+
+	ld     *loader.Loader
+	m      *Mount
+	reg    *fleet.Registrar
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed sync.Once
+}
+
+// openFleet connects and loads the decisions; the host needs them before
+// its loader exists. addr is the bound listen address, if any.
+func openFleet(cfg FleetConfig, skills string, addr net.Addr, log hclog.Logger) (*fleetFace, error) {
+	if cfg.Etcd.Prefix == "" {
+		cfg.Etcd.Prefix = fleet.DefaultPrefix
+	}
+	if addr != nil {
+		if cfg.Address == "" {
+			cfg.Address = addr.String()
+		}
+		if cfg.ID == "" {
+			name, _ := os.Hostname()
+			_, port, _ := net.SplitHostPort(addr.String())
+			cfg.ID = fmt.Sprintf("%s-%s", name, port)
+		}
+	}
+	if cfg.ID == "" {
+		return nil, fmt.Errorf("host: fleet: a host without a listen address needs an id")
+	}
+	cli, err := fleet.Dial(cfg.Etcd)
+	if err != nil {
+		return nil, fmt.Errorf("host: fleet: %w", err)
+	}
+	store, err := fleet.NewStore(cli, cfg.Etcd.Prefix, log)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("host: fleet: %w", err)
+	}
+	return &fleetFace{
+		cfg: cfg, cli: cli, store: store, skills: skills,
+		handlers: fleet.NewHandlers(cli, cfg.Etcd.Prefix), stop: make(chan struct{}),
+	}, nil
+}
+
+// faces is the face list with f in it, for a nil f none.
+func (f *fleetFace) faces() []Face {
+	if f == nil {
+		return nil
+	}
+	return []Face{f}
+}
+
+func (f *fleetFace) Name() string { return "fleet" }
+
+func (f *fleetFace) Mount(m *Mount) error {
+	f.m, f.ld = m, m.Skills
+	m.Handle("GET /v1/fleet", http.HandlerFunc(f.handlers.View))
+	m.Handle("GET /v1/fleet/events", http.HandlerFunc(f.handlers.Events))
+	return nil
+}
+
+func (f *fleetFace) report() fleet.HostRecord {
+	return fleet.HostRecord{
+		ID: f.cfg.ID, Address: f.cfg.Address, Ready: f.ld.Ready(),
+		Skills: fleet.Serving(f.skills, f.ld.Status()),
+	}
+}
+
+// Start registers the host and keeps its record fresh: after every
+// lifecycle or registry event, and once a second for what no event marks
+// (readiness after the first scan). A record is rewritten only if it
+// changed.
+func (f *fleetFace) Start() error {
+	r, err := fleet.Register(fleet.RegistrarConfig{
+		Client: f.cli, Prefix: f.cfg.Etcd.Prefix, Report: f.report, TTL: f.cfg.LeaseTTL, Logger: f.m.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	f.reg = r
+	sub := f.m.Events.Subscribe(16)
+	f.wg.Go(func() {
+		defer sub.Close()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-sub.C:
+			case <-tick.C:
+			}
+			r.Trigger()
+		}
+	})
+	f.m.Logger.Info("joined the fleet", "id", f.cfg.ID, "address", f.cfg.Address,
+		"etcd", f.cfg.Etcd.Endpoints, "prefix", f.cfg.Etcd.Prefix)
+	return nil
+}
+
+func (f *fleetFace) Drain() { f.handlers.Drain() }
+
+// Close leaves the fleet (revokes the lease) and disconnects. Safe to call
+// twice.
+func (f *fleetFace) Close() error {
+	f.closed.Do(func() {
+		close(f.stop)
+		f.wg.Wait()
+		if f.reg != nil {
+			f.reg.Close()
+		}
+		f.handlers.Drain()
+		f.store.Close()
+		f.cli.Close()
+	})
+	return nil
+}
