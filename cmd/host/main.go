@@ -50,6 +50,7 @@ func commands(p process) []command {
 		{"pin", "serve one version of a skill: host pin NAME VERSION", runPin},
 		{"unpin", "serve the newest valid version again", runUnpin},
 		{"events", "follow the lifecycle event stream", runEvents},
+		{"fleet", "list the hosts of the daemon's fleet and which build each serves", runFleet},
 		{"eval-prefilter", "measure the prefilter's recall on a tool catalog and queries", runEvalPrefilter},
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
 		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", p.mcp},

@@ -60,6 +60,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	mcpConfig := mcpServeFlags(fs)
 	agentConfig := agentFlags(fs)
 	embedConfig := embedFlags(fs)
+	fleetConfig := fleetFlags(fs)
 	log, code, ok := parseLogged("serve", fs, args, stderr, &f.logFormat, &f.logLevel)
 	if !ok {
 		return code
@@ -78,6 +79,9 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		cfg.Embed, err = embedConfig()
+	}
+	if err == nil {
+		cfg.Fleet, err = fleetConfig()
 	}
 	if err == nil {
 		err = runDaemon(p.ctx, cfg, log)

@@ -158,3 +158,20 @@ func (f *fleetFace) Close() error {
 	})
 	return nil
 }
+
+// ParseFleetState reads the --state flag: "" or "local" is one host on its
+// own (nil), etcd://host:port[,host:port]/prefix (etcds:// for TLS) is a
+// fleet.
+func ParseFleetState(state string) (*FleetConfig, error) {
+	if state == "" || state == "local" {
+		return nil, nil
+	}
+	ec, err := fleet.ParseEtcdURL(state)
+	if err != nil {
+		return nil, fmt.Errorf("--state: %w", err)
+	}
+	return &FleetConfig{Etcd: ec}, nil
+}
+
+// FleetView is what GET /v1/fleet answers, for clients of the API.
+type FleetView = fleet.View

@@ -110,7 +110,7 @@ func New(cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	state := cfg.State
-	if state == nil && cfg.StateDir != "" {
+	if state == nil && cfg.StateDir != "" && cfg.Fleet == nil {
 		s, warning, err := loader.OpenStateStore(cfg.StateDir)
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skillhost/skillhost/pkg/host"
+)
+
+// fleetFlags adds the fleet's flags to serve; the returned function makes
+// the host's FleetConfig, nil without --state etcd://….
+func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
+	var state, id, addr, ca, cert, key, password, token string
+	var ttl time.Duration
+	fs.StringVar(&state, "state", os.Getenv("SKILLHOST_STATE"), "where operator decisions live: empty for --state-dir's file, or etcd://host:port[,host:port]/prefix (etcds:// for TLS) to share them with a fleet (env SKILLHOST_STATE)")
+	fs.StringVar(&id, "fleet-id", "", "this host's name in the fleet (default hostname-port)")
+	fs.StringVar(&addr, "fleet-address", "", "the address other hosts and operators reach this host at (default the listen address)")
+	fs.DurationVar(&ttl, "fleet-lease", 5*time.Second, "how long a host that died stays listed in the fleet")
+	fs.StringVar(&ca, "etcd-ca", "", "PEM file of the CA that signs etcd's certificate (default: system roots)")
+	fs.StringVar(&cert, "etcd-cert", "", "PEM file of the client certificate for etcd")
+	fs.StringVar(&key, "etcd-key", "", "PEM file of the client certificate's key (mode 0600)")
+	fs.StringVar(&password, "etcd-password-file", "", "file (mode 0600) holding the password of the user named in --state (etcd://user@host:port/…)")
+	fs.StringVar(&token, "etcd-token-file", "", "file (mode 0600) holding an etcd auth token, instead of a user and password")
+	return func() (*host.FleetConfig, error) {
+		fc, err := host.ParseFleetState(state)
+		if fc == nil || err != nil {
+			if err == nil && id+addr+ca+cert+key+password+token != "" {
+				err = fmt.Errorf("the fleet and etcd flags need --state etcd://…")
+			}
+			return nil, err
+		}
+		fc.ID, fc.Address, fc.LeaseTTL = id, addr, ttl
+		fc.Etcd.CAFile, fc.Etcd.CertFile, fc.Etcd.KeyFile = ca, cert, key
+		fc.Etcd.PasswordFile, fc.Etcd.TokenFile = password, token
+		return fc, nil
+	}
+}
+
+// runFleet is `host fleet`: the hosts of the daemon's fleet and, per
+// skill, which hosts serve which build.
+var runFleet = cliCommand("fleet", "", 0, 0, nil, func(c *client, _ []string, out io.Writer) error {
+	var v host.FleetView
+	raw, err := c.do("GET", "/v1/fleet", nil, &v)
+	if done, err := c.rawOnly(out, raw, err); done {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "HOST\tADDRESS\tREADY\tSKILLS\tUPDATED\n")
+	for _, h := range v.Hosts {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\n", h.ID, h.Address, h.Ready, len(h.Skills), h.Updated.Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "\nSKILL\tVERSION\tDIGEST\tHOSTS\tDECISION\n")
+	for _, name := range slices.Sorted(maps.Keys(v.Skills)) {
+		d := v.State[name]
+		note := ""
+		if d.Disabled {
+			note = "disabled"
+		}
+		if d.Pin != "" {
+			note = strings.TrimSpace(note + " pinned to " + d.Pin)
+		}
+		for _, b := range v.Skills[name].Digests {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, b.Version, shortDigest(b.Digest), strings.Join(b.Hosts, ","), note)
+		}
+	}
+	fmt.Fprintf(tw, "\nrevision %d\n", v.Revision)
+	return tw.Flush()
+})
+
+// shortDigest keeps a digest readable in a table: sha256: and 12 hex.
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
