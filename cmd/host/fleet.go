@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 // the host's FleetConfig, nil without --state etcd://….
 func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 	var state, id, addr, ca, cert, key, password, token string
+	var artifacts, regUser, regPassword, regCA string
 	var ttl time.Duration
 	fs.StringVar(&state, "state", os.Getenv("SKILLHOST_STATE"), "where operator decisions live: empty for --state-dir's file, or etcd://host:port[,host:port]/prefix (etcds:// for TLS) to share them with a fleet (env SKILLHOST_STATE)")
 	fs.StringVar(&id, "fleet-id", "", "this host's name in the fleet (default hostname-port)")
@@ -28,10 +30,14 @@ func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 	fs.StringVar(&key, "etcd-key", "", "PEM file of the client certificate's key (mode 0600)")
 	fs.StringVar(&password, "etcd-password-file", "", "file (mode 0600) holding the password of the user named in --state (etcd://user@host:port/…)")
 	fs.StringVar(&token, "etcd-token-file", "", "file (mode 0600) holding an etcd auth token, instead of a user and password")
+	fs.StringVar(&artifacts, "artifacts", os.Getenv("SKILLHOST_ARTIFACTS"), "OCI repository of the fleet's skill artifacts, oci://host[:port]/repository (oci+http:// without TLS); hosts install what host push records (env SKILLHOST_ARTIFACTS)")
+	fs.StringVar(&regUser, "registry-user", "", "user name for the OCI registry")
+	fs.StringVar(&regPassword, "registry-password-file", "", "file (mode 0600) holding the OCI registry's password or token")
+	fs.StringVar(&regCA, "registry-ca", "", "PEM file of the CA that signs the OCI registry's certificate (default: system roots)")
 	return func() (*host.FleetConfig, error) {
 		fc, err := host.ParseFleetState(state)
 		if fc == nil || err != nil {
-			if err == nil && id+addr+ca+cert+key+password+token != "" {
+			if err == nil && id+addr+ca+cert+key+password+token+artifacts+regUser+regPassword+regCA != "" {
 				err = fmt.Errorf("the fleet and etcd flags need --state etcd://…")
 			}
 			return nil, err
@@ -39,6 +45,14 @@ func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 		fc.ID, fc.Address, fc.LeaseTTL = id, addr, ttl
 		fc.Etcd.CAFile, fc.Etcd.CertFile, fc.Etcd.KeyFile = ca, cert, key
 		fc.Etcd.PasswordFile, fc.Etcd.TokenFile = password, token
+		if fc.Artifacts, err = host.ParseArtifacts(artifacts); err != nil {
+			return nil, err
+		}
+		if fc.Artifacts != nil {
+			fc.Artifacts.Username, fc.Artifacts.PasswordFile, fc.Artifacts.CAFile = regUser, regPassword, regCA
+		} else if regUser+regPassword+regCA != "" {
+			return nil, fmt.Errorf("the registry flags need --artifacts oci://…")
+		}
 		return fc, nil
 	}
 }
@@ -80,4 +94,40 @@ func shortDigest(d string) string {
 		return d[:len("sha256:")+12]
 	}
 	return d
+}
+
+// runPush is `host push VERSION_FOLDER`: pack the folder as an OCI
+// artifact, push it, and record its digest as the skill's desired version
+// in the fleet, which every host then pulls, verifies and installs.
+func runPush(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mk := fleetFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: host push --state etcd://… --artifacts oci://… VERSION_FOLDER")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	fc, err := mk()
+	if err == nil && fc == nil {
+		err = fmt.Errorf("push needs --state etcd://… (the fleet to tell)")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "host push: %v\n", err)
+		return exitUsage
+	}
+	version, digest, err := host.PushArtifact(context.Background(), *fc, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "host push: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "pushed %s as %s; desired in the fleet\n", version, digest)
+	return exitOK
 }

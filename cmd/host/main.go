@@ -51,6 +51,7 @@ func commands(p process) []command {
 		{"unpin", "serve the newest valid version again", runUnpin},
 		{"events", "follow the lifecycle event stream", runEvents},
 		{"fleet", "list the hosts of the daemon's fleet and which build each serves", runFleet},
+		{"push", "pack a version folder as an OCI artifact and make it the fleet's desired version", runPush},
 		{"eval-prefilter", "measure the prefilter's recall on a tool catalog and queries", runEvalPrefilter},
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
 		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", p.mcp},

@@ -5,49 +5,18 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/skillhost/skillhost/internal/etcdtest"
+	"github.com/skillhost/skillhost/internal/fleettest"
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/manifest"
 )
-
-// ociRegistry runs go-containerregistry's in-process OCI registry on
-// loopback. tamper, when set, may rewrite the body of a blob download.
-func ociRegistry(t *testing.T, tamper *atomic.Pointer[func([]byte) []byte]) ArtifactsConfig {
-	t.Helper()
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := tamper.Load()
-		if f == nil || r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
-			reg.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		reg.ServeHTTP(rec, r)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.Header().Del("Content-Length")
-		w.WriteHeader(rec.Code)
-		w.Write((*f)(rec.Body.Bytes()))
-	}))
-	t.Cleanup(srv.Close)
-	u, _ := url.Parse(srv.URL)
-	return ArtifactsConfig{Registry: u.Host, Repository: "skills", PlainHTTP: true}
-}
 
 // fakeBinary is an entrypoint for folders that are packed, never run.
 func fakeBinary(t *testing.T, content string) string {
@@ -64,10 +33,13 @@ func fakeBinary(t *testing.T, content string) string {
 // registry that corrupts or cuts the layer in transit makes every pull
 // refuse it with the reason, and the tree keeps what it had.
 func TestPushPullVerifies(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	cli := dial(t, srv)
-	var tamper atomic.Pointer[func([]byte) []byte]
-	ac := ociRegistry(t, &tamper)
+	reg := fleettest.StartRegistry(t)
+	ac, err := ParseArtifactsURL(reg.URL("skills"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	repo, err := ac.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -143,8 +115,8 @@ func TestPushPullVerifies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tamper.Store(&tc.tamper)
-			defer tamper.Store(nil)
+			reg.Tamper(tc.tamper)
+			defer reg.Tamper(nil)
 			d2, err := Push(context.Background(), repo, cli, "/t", v2)
 			if err != nil {
 				t.Fatal(err)

@@ -30,7 +30,10 @@ type HostRecord struct {
 	Address string        `json:"address,omitempty"`
 	Ready   bool          `json:"ready"`
 	Skills  []SkillRecord `json:"skills"`
-	Updated time.Time     `json:"updated"`
+	// Artifacts is what the host did with each skill's desired artifact
+	// (with --artifacts): installed, or refused and why.
+	Artifacts map[string]ArtifactStatus `json:"artifacts,omitempty"`
+	Updated   time.Time                 `json:"updated"`
 }
 
 // SkillRecord is what a host serves of one skill. Digest is the sha256 of

@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skillhost/skillhost/internal/etcdtest"
+	"github.com/skillhost/skillhost/internal/fleettest"
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/loader"
 )
@@ -29,7 +29,7 @@ func hostIDs(t *testing.T, cli *clientv3.Client) []string {
 // TestRegistrarLeaves: a host that closes leaves at once; one that dies
 // (Abandon: no revoke, no keep-alive) leaves when its lease expires.
 func TestRegistrarLeaves(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	cli := dial(t, srv)
 	reg := func(id string, skills ...SkillRecord) *Registrar {
 		r, err := Register(RegistrarConfig{Client: dial(t, srv), Prefix: "/t", TTL: 2 * time.Second,
@@ -71,7 +71,7 @@ func TestRegistrarLeaves(t *testing.T) {
 // TestFollowResumes: events carry revisions; following from one of them
 // again yields the same events; a compacted revision is a named error.
 func TestFollowResumes(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	cli := dial(t, srv)
 	s := newStore(t, cli)
 	for _, pin := range []string{"1.0.0", "2.0.0"} {

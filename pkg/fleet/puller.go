@@ -35,7 +35,10 @@ type PullerConfig struct {
 	StrictModes bool
 	// OnChange is called after the status changed (for the host record).
 	OnChange func()
-	Logger   hclog.Logger
+	// OnInstall is called after a version folder was renamed into the
+	// tree, so a loader that does not watch the tree rescans it.
+	OnInstall func(skill, version string)
+	Logger    hclog.Logger
 }
 
 // Puller makes a host's tree hold every skill's desired artifact: it
@@ -64,6 +67,9 @@ func StartPuller(cfg PullerConfig) (*Puller, error) {
 	}
 	if cfg.OnChange == nil {
 		cfg.OnChange = func() {}
+	}
+	if cfg.OnInstall == nil {
+		cfg.OnInstall = func(string, string) {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Puller{cfg: cfg, status: map[string]ArtifactStatus{}, cancel: cancel, done: make(chan struct{})}
@@ -163,6 +169,7 @@ func (p *Puller) apply(ctx context.Context, skill string, d Desired) {
 	}
 	p.cfg.Logger.Info("installed a skill artifact", "skill", skill, "version", d.Version, "digest", d.Digest)
 	p.set(skill, ArtifactStatus{Version: d.Version, Digest: d.Digest, Installed: true})
+	p.cfg.OnInstall(skill, d.Version)
 }
 
 func (p *Puller) set(skill string, st ArtifactStatus) {

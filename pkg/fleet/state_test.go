@@ -11,11 +11,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skillhost/skillhost/internal/etcdtest"
+	"github.com/skillhost/skillhost/internal/fleettest"
 	"github.com/skillhost/skillhost/pkg/loader"
 )
 
-func dial(t *testing.T, srv *etcdtest.Server) *clientv3.Client {
+func dial(t *testing.T, srv *fleettest.Etcd) *clientv3.Client {
 	t.Helper()
 	cfg, err := ParseEtcdURL(srv.URL("/t"))
 	if err != nil {
@@ -58,7 +58,7 @@ func waitFor(t *testing.T, s *Store, ok func() bool) {
 // TestStoreConverges: a decision made through one host's store reaches
 // another's through the watch, with a change signal, and a deletion too.
 func TestStoreConverges(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	a, b := newStore(t, dial(t, srv)), newStore(t, dial(t, srv))
 
 	if err := a.Update("calc", func(d *loader.Decision) { d.Pin = "1.0.0" }); err != nil {
@@ -88,7 +88,7 @@ func TestStoreConverges(t *testing.T) {
 // different fields of one skill at once; compare-and-swap re-applies the
 // losers, so every change lands.
 func TestConcurrentUpdatesNeverLoseOne(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	stores := []*Store{newStore(t, dial(t, srv)), newStore(t, dial(t, srv)), newStore(t, dial(t, srv))}
 	// Each writer appends its mark to the pin; a lost update loses a mark.
 	const perWriter = 10

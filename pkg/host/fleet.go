@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,6 +32,9 @@ type FleetConfig struct {
 	// LeaseTTL is how long a dead host stays listed (default
 	// fleet.DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// Artifacts, when set, is the OCI repository of the skills' versions:
+	// the host installs every desired artifact (host push) into its tree.
+	Artifacts *fleet.ArtifactsConfig
 }
 
 // fleetFace connects to etcd, keeps the decisions there (the loader's
@@ -41,7 +45,9 @@ type fleetFace struct {
 	cli      *clientv3.Client
 	store    *fleet.Store
 	handlers *fleet.Handlers
-	skills   string // the tree, to read the serving digests
+	skills   string // the tree, to read the serving digests and install artifacts
+	strict   bool   // Config.StrictModes, for the artifacts' check
+	puller   *fleet.Puller
 
 	ld     *loader.Loader
 	m      *Mount
@@ -53,7 +59,7 @@ type fleetFace struct {
 
 // openFleet connects and loads the decisions; the host needs them before
 // its loader exists. addr is the bound listen address, if any.
-func openFleet(cfg FleetConfig, skills string, addr net.Addr, log hclog.Logger) (*fleetFace, error) {
+func openFleet(cfg FleetConfig, skills string, strict bool, addr net.Addr, log hclog.Logger) (*fleetFace, error) {
 	if cfg.Etcd.Prefix == "" {
 		cfg.Etcd.Prefix = fleet.DefaultPrefix
 	}
@@ -80,7 +86,7 @@ func openFleet(cfg FleetConfig, skills string, addr net.Addr, log hclog.Logger) 
 		return nil, fmt.Errorf("host: fleet: %w", err)
 	}
 	return &fleetFace{
-		cfg: cfg, cli: cli, store: store, skills: skills,
+		cfg: cfg, cli: cli, store: store, skills: skills, strict: strict,
 		handlers: fleet.NewHandlers(cli, cfg.Etcd.Prefix), stop: make(chan struct{}),
 	}, nil
 }
@@ -103,10 +109,14 @@ func (f *fleetFace) Mount(m *Mount) error {
 }
 
 func (f *fleetFace) report() fleet.HostRecord {
-	return fleet.HostRecord{
+	rec := fleet.HostRecord{
 		ID: f.cfg.ID, Address: f.cfg.Address, Ready: f.ld.Ready(),
 		Skills: fleet.Serving(f.skills, f.ld.Status()),
 	}
+	if f.puller != nil {
+		rec.Artifacts = f.puller.Status()
+	}
+	return rec
 }
 
 // Start registers the host and keeps its record fresh: after every
@@ -121,6 +131,24 @@ func (f *fleetFace) Start() error {
 		return err
 	}
 	f.reg = r
+	if f.cfg.Artifacts != nil {
+		repo, err := f.cfg.Artifacts.Open()
+		if err != nil {
+			return err
+		}
+		f.puller, err = fleet.StartPuller(fleet.PullerConfig{
+			Client: f.cli, Prefix: f.cfg.Etcd.Prefix, Repo: repo, Skills: f.skills, StrictModes: f.strict,
+			OnChange: r.Trigger, Logger: f.m.Logger,
+			OnInstall: func(skill, version string) {
+				if err := f.ld.Rescan(context.Background()); err != nil {
+					f.m.Logger.Warn("rescan after installing an artifact failed", "skill", skill, "version", version, "error", err)
+				}
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
 	sub := f.m.Events.Subscribe(16)
 	f.wg.Go(func() {
 		defer sub.Close()
@@ -149,6 +177,9 @@ func (f *fleetFace) Close() error {
 	f.closed.Do(func() {
 		close(f.stop)
 		f.wg.Wait()
+		if f.puller != nil {
+			f.puller.Close()
+		}
 		if f.reg != nil {
 			f.reg.Close()
 		}
@@ -175,3 +206,38 @@ func ParseFleetState(state string) (*FleetConfig, error) {
 
 // FleetView is what GET /v1/fleet answers, for clients of the API.
 type FleetView = fleet.View
+
+// PushArtifact is `host push`: it packs a version folder as an OCI
+// artifact in cfg.Artifacts and records its digest as the skill's desired
+// version in the fleet's etcd, which every host then installs.
+func PushArtifact(ctx context.Context, cfg FleetConfig, dir string) (version, digest string, err error) {
+	if cfg.Artifacts == nil {
+		return "", "", fmt.Errorf("push needs --artifacts oci://host/repository")
+	}
+	if cfg.Etcd.Prefix == "" {
+		cfg.Etcd.Prefix = fleet.DefaultPrefix
+	}
+	repo, err := cfg.Artifacts.Open()
+	if err != nil {
+		return "", "", err
+	}
+	cli, err := fleet.Dial(cfg.Etcd)
+	if err != nil {
+		return "", "", err
+	}
+	defer cli.Close()
+	d, err := fleet.Push(ctx, repo, cli, cfg.Etcd.Prefix, dir)
+	return d.Version, d.Digest, err
+}
+
+// ParseArtifacts reads the --artifacts flag (oci://host/repository).
+func ParseArtifacts(s string) (*fleet.ArtifactsConfig, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := fleet.ParseArtifactsURL(s)
+	if err != nil {
+		return nil, fmt.Errorf("--artifacts: %w", err)
+	}
+	return &c, nil
+}

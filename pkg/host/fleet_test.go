@@ -9,14 +9,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillhost/skillhost/internal/etcdtest"
+	"github.com/skillhost/skillhost/internal/fleettest"
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/fleet"
 )
 
+// runHost runs a host with cfg until the test ends.
+func runHost(t *testing.T, cfg Config) (*Host, string) {
+	t.Helper()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("%s: Run = %v", cfg.Fleet.ID, err)
+		}
+	})
+	<-h.Ready()
+	return h, "http://" + h.Addr().String()
+}
+
 // fleetHost runs a host of a fleet, with a skills tree of its own holding
 // alpha 1.0.0 and 2.0.0, until the test ends.
-func fleetHost(t *testing.T, srv *etcdtest.Server, id string) (*Host, string) {
+func fleetHost(t *testing.T, srv *fleettest.Etcd, id string) (*Host, string) {
 	t.Helper()
 	root := t.TempDir()
 	for _, v := range []string{"1.0.0", "2.0.0"} {
@@ -28,22 +48,8 @@ func fleetHost(t *testing.T, srv *etcdtest.Server, id string) (*Host, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Skills: root, Listen: "127.0.0.1:0", Grace: 5 * time.Second,
+	return runHost(t, Config{Skills: root, Listen: "127.0.0.1:0", Grace: 5 * time.Second,
 		Fleet: &FleetConfig{Etcd: ec, ID: id, LeaseTTL: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("%s: Run = %v", id, err)
-		}
-	})
-	<-h.Ready()
-	return h, "http://" + h.Addr().String()
 }
 
 // served is the version of alpha a host serves, "" if none.
@@ -121,7 +127,7 @@ func converge(t *testing.T, want string, bases ...string) time.Duration {
 // stream carries the changes with resumable ids; a host that dies without
 // deregistering leaves after its lease.
 func TestFleetSharesDecisions(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := fleettest.StartEtcd(t)
 	_, a := fleetHost(t, srv, "a")
 	_, b := fleetHost(t, srv, "b")
 	hc, c := fleetHost(t, srv, "c")

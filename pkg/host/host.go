@@ -134,7 +134,7 @@ func New(cfg Config) (_ *Host, err error) {
 		if h.ln != nil {
 			addr = h.ln.Addr()
 		}
-		if h.fleet, err = openFleet(*cfg.Fleet, cfg.Skills, addr, log.Named("fleet")); err != nil {
+		if h.fleet, err = openFleet(*cfg.Fleet, cfg.Skills, cfg.StrictModes, addr, log.Named("fleet")); err != nil {
 			return nil, err
 		}
 		undo = append(undo, func() { h.fleet.Close() })

@@ -69,7 +69,7 @@ var mayImport = map[string][]string{
 	"internal/httpjson":   {"pkg/registry"}, // used by faces and by pkg/fleet's HTTP handlers
 	"internal/filtertest": {"pkg/registry"},
 	"internal/testenv":    {"sdk/proctree"},
-	"internal/etcdtest":   {},
+	"internal/fleettest":  {},
 	"internal/testskill":  {"sdk", "sdk/proto"},
 
 	// The bench harness drives whatever it measures; the bench skills and

@@ -1,8 +1,4 @@
-// Package etcdtest runs a real, single-member etcd server inside a test
-// process (go.etcd.io/etcd/server/v3/embed) on loopback, so the fleet's
-// tests exercise the same transactions, watches and leases as production
-// without a binary to install.
-package etcdtest
+package fleettest
 
 import (
 	"fmt"
@@ -15,17 +11,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// Server is one embedded etcd member.
-type Server struct {
+// Etcd is one embedded etcd member.
+type Etcd struct {
 	// Endpoint is its client address, host:port.
 	Endpoint string
 	etcd     *embed.Etcd
 	stop     sync.Once
 }
 
-// Start runs an etcd member in a temporary folder, on loopback ports the
+// StartEtcd runs an etcd member in a temporary folder, on loopback ports the
 // kernel picks, and stops it when the test ends.
-func Start(t testing.TB) *Server {
+func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
@@ -47,13 +43,13 @@ func Start(t testing.TB) *Server {
 		e.Close()
 		t.Fatal("embedded etcd not ready after 30 s")
 	}
-	s := &Server{Endpoint: e.Clients[0].Addr().String(), etcd: e}
+	s := &Etcd{Endpoint: e.Clients[0].Addr().String(), etcd: e}
 	t.Cleanup(s.Stop)
 	return s
 }
 
 // URL is an etcd:// URL of the server with prefix.
-func (s *Server) URL(prefix string) string { return fmt.Sprintf("etcd://%s%s", s.Endpoint, prefix) }
+func (s *Etcd) URL(prefix string) string { return fmt.Sprintf("etcd://%s%s", s.Endpoint, prefix) }
 
 // Stop stops the member; safe to call twice.
-func (s *Server) Stop() { s.stop.Do(s.etcd.Close) }
+func (s *Etcd) Stop() { s.stop.Do(s.etcd.Close) }
