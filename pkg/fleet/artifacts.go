@@ -114,6 +114,12 @@ type Desired struct {
 	Version string    `json:"version"`
 	Digest  string    `json:"digest"`
 	Pushed  time.Time `json:"pushed"`
+	// Previous is what was desired before this push: where a failed
+	// rollout goes back to.
+	Previous *Desired `json:"previous,omitempty"`
+	// RolledBack, set on a record a failed rollout wrote, says which
+	// version failed, on which host and why.
+	RolledBack string `json:"rolled_back,omitempty"`
 }
 
 func desiredPrefix(prefix string) string { return strings.TrimSuffix(prefix, "/") + "/desired/" }
@@ -206,10 +212,7 @@ func Push(ctx context.Context, repo *remote.Repository, cli *clientv3.Client, pr
 	}
 	d := Desired{Version: v.Version, Digest: md.Digest.String(), Pushed: time.Now().UTC()}
 	if cli != nil {
-		b, _ := json.Marshal(d)
-		ctx, cancel := context.WithTimeout(ctx, opTimeout)
-		defer cancel()
-		if _, err := cli.Put(ctx, desiredPrefix(prefix)+v.Skill, string(b)); err != nil {
+		if err := recordDesired(ctx, cli, prefix, v.Skill, d); err != nil {
 			return d, fmt.Errorf("pushed %s as %s but could not record it as desired: %w", dir, d.Digest, err)
 		}
 	}
@@ -256,7 +259,8 @@ func Fetch(ctx context.Context, repo *remote.Repository, digest string) ([]byte,
 // Unpack installs a layer as <skills>/<skill>/<version>, atomically: it is
 // unpacked into <skills>/.staging (which the scanner ignores), verified as
 // the loader would (manifest.Load: schema, names, the entrypoint's
-// sha256), and renamed into place, replacing a folder of that version. A
+// sha256), and renamed into place, replacing a folder of that version
+// unless that folder already packs to the same layer. A
 // layer that does not verify is refused and nothing in the tree changes.
 func Unpack(layer []byte, skills, skill, version string, strict bool) error {
 	staging := filepath.Join(skills, ".staging")
@@ -282,6 +286,9 @@ func Unpack(layer []byte, skills, skill, version string, strict bool) error {
 	final := filepath.Join(skills, skill, version)
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return fmt.Errorf("unpack: %w", err)
+	}
+	if same, err := Pack(final); err == nil && bytes.Equal(same, layer) {
+		return nil // already there, byte for byte: nothing to swap
 	}
 	if _, err := os.Stat(final); err == nil {
 		// A folder of that version is there: move it aside first (the
@@ -344,4 +351,42 @@ func untar(layer []byte, dir string) error {
 			return fmt.Errorf("entry %q is not a regular file or folder", hdr.Name)
 		}
 	}
+}
+
+// recordDesired makes d the skill's desired version, with what was desired
+// before as its Previous, in one compare-and-swap.
+func recordDesired(ctx context.Context, cli *clientv3.Client, prefix, skill string, d Desired) error {
+	key := desiredPrefix(prefix) + skill
+	for range updateAttempts {
+		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			cancel()
+			return err
+		}
+		var rev int64
+		d.Previous = nil
+		if len(resp.Kvs) == 1 {
+			rev = resp.Kvs[0].ModRevision
+			var prev Desired
+			switch {
+			case json.Unmarshal(resp.Kvs[0].Value, &prev) != nil || prev.Digest == "":
+			case prev.Digest == d.Digest: // the same push again keeps its way back
+				d.Previous = prev.Previous
+			default:
+				prev.Previous, prev.RolledBack = nil, ""
+				d.Previous = &prev
+			}
+		}
+		b, _ := json.Marshal(d)
+		tr, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).Then(clientv3.OpPut(key, string(b))).Commit()
+		cancel()
+		if err != nil {
+			return err
+		}
+		if tr.Succeeded {
+			return nil
+		}
+	}
+	return fmt.Errorf("desired %s: %w", skill, ErrConflict)
 }

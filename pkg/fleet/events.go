@@ -21,7 +21,7 @@ var ErrCompacted = errors.New("fleet events before this revision were compacted"
 // saw.
 type Event struct {
 	Revision int64           `json:"revision"`
-	Kind     string          `json:"kind"` // "state" or "host"
+	Kind     string          `json:"kind"` // "state", "desired" or "host"
 	Name     string          `json:"name"` // the skill or the host id
 	Type     string          `json:"type"` // "put" or "delete"
 	Value    json.RawMessage `json:"value,omitempty"`
@@ -32,7 +32,7 @@ type Event struct {
 // the oldest revision still kept) when from is too old.
 func Follow(ctx context.Context, cli *clientv3.Client, prefix string, from int64, send func(Event) error) error {
 	base := strings.TrimSuffix(prefix, "/") + "/"
-	hp, sp := hostsPrefix(prefix), base+"state/"
+	hp, sp, dp := hostsPrefix(prefix), base+"state/", desiredPrefix(prefix)
 	opts := []clientv3.OpOption{clientv3.WithPrefix()}
 	if from > 0 {
 		opts = append(opts, clientv3.WithRev(from))
@@ -57,6 +57,8 @@ func Follow(ctx context.Context, cli *clientv3.Client, prefix string, from int64
 				e.Kind, e.Name = "host", strings.TrimPrefix(k, hp)
 			case strings.HasPrefix(k, sp):
 				e.Kind, e.Name = "state", strings.TrimPrefix(k, sp)
+			case strings.HasPrefix(k, dp):
+				e.Kind, e.Name = "desired", strings.TrimPrefix(k, dp)
 			default:
 				continue
 			}

@@ -234,6 +234,9 @@ type View struct {
 	Hosts    []HostRecord               `json:"hosts"`
 	Skills   map[string]SkillView       `json:"skills"`
 	State    map[string]loader.Decision `json:"state,omitempty"`
+	// Desired is each skill's desired artifact (host push), with the
+	// reason when a failed rollout set it back.
+	Desired map[string]Desired `json:"desired,omitempty"`
 }
 
 // SkillView is, for one skill, which hosts serve which build (version and
@@ -257,8 +260,8 @@ func ReadView(ctx context.Context, cli *clientv3.Client, prefix string) (View, e
 	if err != nil {
 		return View{}, fmt.Errorf("fleet: read %s: %w", prefix, err)
 	}
-	v := View{Revision: resp.Header.Revision, Hosts: []HostRecord{}, Skills: map[string]SkillView{}, State: map[string]loader.Decision{}}
-	hp, sp := hostsPrefix(prefix), strings.TrimSuffix(prefix, "/")+"/state/"
+	v := View{Revision: resp.Header.Revision, Hosts: []HostRecord{}, Skills: map[string]SkillView{}, State: map[string]loader.Decision{}, Desired: map[string]Desired{}}
+	hp, sp, dp := hostsPrefix(prefix), strings.TrimSuffix(prefix, "/")+"/state/", desiredPrefix(prefix)
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
 		switch {
@@ -271,6 +274,11 @@ func ReadView(ctx context.Context, cli *clientv3.Client, prefix string) (View, e
 			var d loader.Decision
 			if json.Unmarshal(kv.Value, &d) == nil {
 				v.State[strings.TrimPrefix(k, sp)] = d
+			}
+		case strings.HasPrefix(k, dp):
+			var d Desired
+			if json.Unmarshal(kv.Value, &d) == nil {
+				v.Desired[strings.TrimPrefix(k, dp)] = d
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"oras.land/oras-go/v2/registry/remote"
 )
 
@@ -38,7 +39,19 @@ type PullerConfig struct {
 	// OnInstall is called after a version folder was renamed into the
 	// tree, so a loader that does not watch the tree rescans it.
 	OnInstall func(skill, version string)
-	Logger    hclog.Logger
+	// Health reports whether this host serves skill at version, or why
+	// that version failed. With it, swaps are a rollout (rollout.go):
+	// MaxParallel hosts at a time (default 1), each holding its slot
+	// until the version served for Settle (DefaultSettle), within
+	// RolloutTimeout (DefaultRolloutTimeout). Without it a host swaps as
+	// soon as it has the artifact.
+	Health         func(skill, version string) (serving bool, failure string)
+	MaxParallel    int
+	Settle         time.Duration
+	RolloutTimeout time.Duration
+	// HostID names this host in a rollback's reason.
+	HostID string
+	Logger hclog.Logger
 }
 
 // Puller makes a host's tree hold every skill's desired artifact: it
@@ -50,6 +63,7 @@ type Puller struct {
 	status map[string]ArtifactStatus
 	cancel context.CancelFunc
 	done   chan struct{}
+	sess   *concurrency.Session // for the rollout slots; used by run's goroutine only
 }
 
 // markerName is the file beside a skill's version folders that records the
@@ -94,6 +108,15 @@ func (p *Puller) Close() error {
 
 func (p *Puller) run(ctx context.Context) {
 	defer close(p.done)
+	defer func() {
+		if p.sess != nil {
+			// Not sess.Close: its context is the one just cancelled.
+			p.sess.Orphan()
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			defer cancel()
+			p.cfg.Client.Revoke(ctx, p.sess.Lease())
+		}
+	}()
 	pfx := desiredPrefix(p.cfg.Prefix)
 	retry := time.NewTicker(30 * time.Second) // fetch errors (registry away) heal; refusals are retried too, cheaply
 	defer retry.Stop()
@@ -145,31 +168,63 @@ func (p *Puller) run(ctx context.Context) {
 	}
 }
 
-// apply installs d for skill unless the tree already has it.
+// apply installs d for skill unless the tree already has it: fetch and
+// verify (at once), then, in a rollout slot, swap and settle.
 func (p *Puller) apply(ctx context.Context, skill string, d Desired) {
+	if d.Digest == "" {
+		return // rolled back with nothing to go back to
+	}
 	if b, err := os.ReadFile(markerName(p.cfg.Skills, skill, d.Version)); err == nil && string(b) == d.Digest {
 		if _, err := os.Stat(filepath.Join(p.cfg.Skills, skill, d.Version)); err == nil {
+			if p.pruneNewer(skill, d.Version) {
+				p.cfg.OnInstall(skill, d.Version)
+			}
 			p.set(skill, ArtifactStatus{Version: d.Version, Digest: d.Digest, Installed: true})
 			return
 		}
 	}
-	layer, err := Fetch(ctx, p.cfg.Repo, d.Digest)
-	if err == nil {
-		err = Unpack(layer, p.cfg.Skills, skill, d.Version, p.cfg.StrictModes)
-	}
-	if err != nil {
+	refuse := func(err error) {
 		if ctx.Err() == nil {
 			p.cfg.Logger.Warn("refused a skill artifact; the serving version keeps serving", "skill", skill, "version", d.Version, "digest", d.Digest, "error", err)
 			p.set(skill, ArtifactStatus{Version: d.Version, Digest: d.Digest, Error: err.Error()})
 		}
+	}
+	layer, err := Fetch(ctx, p.cfg.Repo, d.Digest)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	if p.cfg.Health != nil {
+		release, err := p.acquire(ctx, skill)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		defer release()
+		// The wait for a slot may have been long: if the fleet wants
+		// something else by now (a rollback, a newer push), the watch
+		// brings it; do not swap to this one.
+		if cur, ok := p.desired(ctx, skill); !ok || cur.Digest != d.Digest {
+			return
+		}
+	}
+	if err := Unpack(layer, p.cfg.Skills, skill, d.Version, p.cfg.StrictModes); err != nil {
+		refuse(err)
 		return
 	}
 	if err := os.WriteFile(markerName(p.cfg.Skills, skill, d.Version), []byte(d.Digest), 0o644); err != nil {
 		p.cfg.Logger.Warn("cannot record the installed digest; it will be pulled again at restart", "error", err)
 	}
+	p.pruneNewer(skill, d.Version)
 	p.cfg.Logger.Info("installed a skill artifact", "skill", skill, "version", d.Version, "digest", d.Digest)
-	p.set(skill, ArtifactStatus{Version: d.Version, Digest: d.Digest, Installed: true})
 	p.cfg.OnInstall(skill, d.Version)
+	if p.cfg.Health != nil {
+		if why := p.settle(ctx, skill, d.Version); why != "" {
+			p.rollBack(ctx, skill, d, why)
+			return
+		}
+	}
+	p.set(skill, ArtifactStatus{Version: d.Version, Digest: d.Digest, Installed: true})
 }
 
 func (p *Puller) set(skill string, st ArtifactStatus) {
@@ -180,4 +235,19 @@ func (p *Puller) set(skill string, st ArtifactStatus) {
 	if changed {
 		p.cfg.OnChange()
 	}
+}
+
+// desired reads skill's desired artifact now.
+func (p *Puller) desired(ctx context.Context, skill string) (Desired, bool) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := p.cfg.Client.Get(ctx, desiredPrefix(p.cfg.Prefix)+skill)
+	if err != nil || len(resp.Kvs) != 1 {
+		return Desired{}, false
+	}
+	var d Desired
+	if json.Unmarshal(resp.Kvs[0].Value, &d) != nil {
+		return Desired{}, false
+	}
+	return d, true
 }

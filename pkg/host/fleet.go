@@ -35,6 +35,11 @@ type FleetConfig struct {
 	// Artifacts, when set, is the OCI repository of the skills' versions:
 	// the host installs every desired artifact (host push) into its tree.
 	Artifacts *fleet.ArtifactsConfig
+	// MaxParallel hosts swap to a pushed version at a time (default 1),
+	// each once the one before served it healthily for Settle (default
+	// fleet.DefaultSettle).
+	MaxParallel int
+	Settle      time.Duration
 }
 
 // fleetFace connects to etcd, keeps the decisions there (the loader's
@@ -138,7 +143,8 @@ func (f *fleetFace) Start() error {
 		}
 		f.puller, err = fleet.StartPuller(fleet.PullerConfig{
 			Client: f.cli, Prefix: f.cfg.Etcd.Prefix, Repo: repo, Skills: f.skills, StrictModes: f.strict,
-			OnChange: r.Trigger, Logger: f.m.Logger,
+			OnChange: r.Trigger, Logger: f.m.Logger, HostID: f.cfg.ID,
+			Health: f.health, MaxParallel: f.cfg.MaxParallel, Settle: f.cfg.Settle,
 			OnInstall: func(skill, version string) {
 				if err := f.ld.Rescan(context.Background()); err != nil {
 					f.m.Logger.Warn("rescan after installing an artifact failed", "skill", skill, "version", version, "error", err)
@@ -167,6 +173,37 @@ func (f *fleetFace) Start() error {
 	f.m.Logger.Info("joined the fleet", "id", f.cfg.ID, "address", f.cfg.Address,
 		"etcd", f.cfg.Etcd.Endpoints, "prefix", f.cfg.Etcd.Prefix)
 	return nil
+}
+
+// health is the rollout's check: the host serves skill at version (its
+// tools are in the registry and the version is active), or that version
+// failed, and why.
+func (f *fleetFace) health(skill, version string) (serving bool, failure string) {
+	st, ok := f.ld.Skill(skill)
+	if !ok {
+		return false, ""
+	}
+	if st.Disabled || st.Pinned != "" && st.Pinned != version {
+		// The operator holds the skill elsewhere: the version cannot
+		// serve here, and that is no failure of the version.
+		return true, ""
+	}
+	for _, v := range st.Versions {
+		if v.Version != version {
+			continue
+		}
+		switch v.State {
+		case loader.StateActive:
+			return st.Active == version, ""
+		case loader.StateFailed, loader.StateInvalid, loader.StateCrashed:
+			why := v.LastError
+			if why == "" && len(v.Problems) > 0 {
+				why = v.Problems.Error()
+			}
+			return false, fmt.Sprintf("%s: %s", v.State, why)
+		}
+	}
+	return false, ""
 }
 
 func (f *fleetFace) Drain() { f.handlers.Drain() }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,14 +129,15 @@ func TestFleetRollsOutArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bases []string
+	var bases, roots []string
 	for _, id := range []string{"a", "b", "c"} {
 		root := t.TempDir()
+		roots = append(roots, root)
 		if _, err := testenv.Install(root, testenv.Version{Skill: "alpha", Version: "1.0.0", Binary: testSkillBin}); err != nil {
 			t.Fatal(err)
 		}
 		_, base := runHost(t, Config{Skills: root, Listen: "127.0.0.1:0", Grace: 5 * time.Second, StrictModes: true,
-			Fleet: &FleetConfig{Etcd: ec, ID: id, LeaseTTL: 2 * time.Second, Artifacts: artifacts}})
+			Fleet: &FleetConfig{Etcd: ec, ID: id, LeaseTTL: 2 * time.Second, Artifacts: artifacts, Settle: 500 * time.Millisecond}})
 		bases = append(bases, base)
 	}
 	converge(t, "1.0.0", bases...)
@@ -142,11 +145,13 @@ func TestFleetRollsOutArtifacts(t *testing.T) {
 	stopLoad := load(lb, 4)
 
 	src := t.TempDir()
-	push := func(version string) string {
+	push := func(version string, env map[string]string) string {
 		t.Helper()
-		dir, err := testenv.Install(src, testenv.Version{Skill: "alpha", Version: version, Binary: testSkillBin})
-		if err != nil {
-			t.Fatal(err)
+		dir := filepath.Join(src, "alpha", version)
+		if _, err := os.Stat(dir); err != nil {
+			if dir, err = testenv.Install(src, testenv.Version{Skill: "alpha", Version: version, Binary: testSkillBin, Env: env}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		_, digest, err := PushArtifact(context.Background(), FleetConfig{Etcd: ec, Artifacts: artifacts}, dir)
 		if err != nil {
@@ -156,7 +161,7 @@ func TestFleetRollsOutArtifacts(t *testing.T) {
 	}
 
 	began := time.Now()
-	d2 := push("2.0.0")
+	d2 := push("2.0.0", nil)
 	converge(t, "2.0.0", bases...)
 	t.Logf("push → all three serving 2.0.0 in %v", time.Since(began).Round(time.Millisecond))
 	if !testenv.WaitFor(10*time.Second, func() bool {
@@ -176,7 +181,7 @@ func TestFleetRollsOutArtifacts(t *testing.T) {
 	}
 
 	reg.Tamper(func(b []byte) []byte { b = bytes.Clone(b); b[len(b)/2] ^= 1; return b })
-	d3 := push("3.0.0")
+	d3 := push("3.0.0", nil)
 	if !testenv.WaitFor(10*time.Second, func() bool {
 		for _, h := range fleetView(t, bases[0]).Hosts {
 			if a := h.Artifacts["alpha"]; a.Digest != d3 || a.Installed || !strings.Contains(a.Error, "digest") {
@@ -193,6 +198,31 @@ func TestFleetRollsOutArtifacts(t *testing.T) {
 			t.Errorf("%s serves %q after a refused push, want 2.0.0", b, v)
 		}
 	}
+	// The operator makes 2.0.0 the desired version again (the same
+	// folder packs to the same digest), so a rollback has a good place to
+	// go back to.
+	if again := push("2.0.0", nil); again != d2 {
+		t.Fatalf("pushing 2.0.0 again gave %s, want %s", again, d2)
+	}
+
+	// A version that cannot start: the first host to swap fails it and
+	// rolls the fleet back to 2.0.0, with the reason; no other host
+	// swaps, and nobody stops serving.
+	d4 := push("4.0.0", map[string]string{"TESTSKILL_MODE": "exit"})
+	if !testenv.WaitFor(30*time.Second, func() bool {
+		v := fleetView(t, bases[0])
+		d := v.Desired["alpha"]
+		return d.Digest == d2 && strings.Contains(d.RolledBack, "4.0.0 ("+d4+") failed on host")
+	}) {
+		t.Fatalf("no rollback: desired %+v", fleetView(t, bases[0]).Desired)
+	}
+	t.Logf("rolled back: %s", fleetView(t, bases[0]).Desired["alpha"].RolledBack)
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, "alpha", "4.0.0")); err == nil {
+			t.Errorf("%s still holds the failed 4.0.0 after the rollback", root)
+		}
+	}
+	converge(t, "2.0.0", bases...)
 
 	calls, failures := stopLoad()
 	t.Logf("%d calls through the balancer during the rollout, %d failed", calls, len(failures))
