@@ -22,7 +22,7 @@ import (
 
 // balancer is a load balancer for the test: round robin over the hosts
 // whose /readyz answers 200, checked every 100 ms, as haproxy would.
-func balancer(t *testing.T, bases ...string) string {
+func balancer(t testing.TB, bases ...string) string {
 	t.Helper()
 	var healthy atomic.Pointer[[]*url.URL]
 	check := func() {

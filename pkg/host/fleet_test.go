@@ -15,7 +15,7 @@ import (
 )
 
 // runHost runs a host with cfg until the test ends.
-func runHost(t *testing.T, cfg Config) (*Host, string) {
+func runHost(t testing.TB, cfg Config) (*Host, string) {
 	t.Helper()
 	h, err := New(cfg)
 	if err != nil {
@@ -68,7 +68,7 @@ func served(base string) string {
 	return out.Version
 }
 
-func do(t *testing.T, method, url, body string) {
+func do(t testing.TB, method, url, body string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
