@@ -84,6 +84,20 @@ var runFleet = cliCommand("fleet", "", 0, 0, nil, func(c *client, _ []string, ou
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, b.Version, shortDigest(b.Digest), strings.Join(b.Hosts, ","), note)
 		}
 	}
+	if len(v.Desired) > 0 {
+		fmt.Fprintf(tw, "\nSKILL\tDESIRED\tDIGEST\tNOTE\n")
+		for _, name := range slices.Sorted(maps.Keys(v.Desired)) {
+			d := v.Desired[name]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, d.Version, shortDigest(d.Digest), firstLine(d.RolledBack))
+		}
+	}
+	for _, h := range v.Hosts {
+		for _, name := range slices.Sorted(maps.Keys(h.Artifacts)) {
+			if a := h.Artifacts[name]; a.Error != "" {
+				fmt.Fprintf(tw, "%s: %s %s refused: %s\n", h.ID, name, a.Version, firstLine(a.Error))
+			}
+		}
+	}
 	fmt.Fprintf(tw, "\nrevision %d\n", v.Revision)
 	return tw.Flush()
 })

@@ -18,14 +18,15 @@ func TestFleetTable(t *testing.T) {
 			return
 		}
 		io.WriteString(w, `{"revision":42,"hosts":[{"id":"a","address":"10.0.0.1:7070","ready":true,"skills":[{"skill":"calc","version":"1.0.0","digest":"sha256:0123456789abcdef0123","state":"active"}],"updated":"2026-12-06T00:00:00Z"}],
-			"skills":{"calc":{"digests":[{"digest":"sha256:0123456789abcdef0123","version":"1.0.0","hosts":["a","b"]}]}},"state":{"calc":{"pin":"1.0.0"}}}`)
+			"skills":{"calc":{"digests":[{"digest":"sha256:0123456789abcdef0123","version":"1.0.0","hosts":["a","b"]}]}},"state":{"calc":{"pin":"1.0.0"}},
+			"desired":{"calc":{"version":"1.0.0","digest":"sha256:0123456789abcdef0123","rolled_back":"2.0.0 failed on host b: exit"}}}`)
 	}))
 	defer srv.Close()
 	var out, errOut strings.Builder
 	if code := runFleet([]string{"--addr", srv.URL}, &out, &errOut); code != exitOK {
 		t.Fatalf("host fleet = %d: %s", code, errOut.String())
 	}
-	for _, want := range []string{"a     10.0.0.1:7070  true", "calc   1.0.0    sha256:0123456789ab  a,b    pinned to 1.0.0", "revision 42"} {
+	for _, want := range []string{"a     10.0.0.1:7070  true", "calc   1.0.0    sha256:0123456789ab  a,b    pinned to 1.0.0", "calc   1.0.0    sha256:0123456789ab  2.0.0 failed on host b: exit", "revision 42"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

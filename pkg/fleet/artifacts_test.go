@@ -102,6 +102,29 @@ func TestPushPullVerifies(t *testing.T) {
 		t.Fatalf("installed folder is %s: %v", v.Status, v.Problems)
 	}
 
+	// A host that was away catches up from the desired keys at start; one
+	// that restarts over what it installed does not pull it again (the
+	// registry now hands out garbage, and nothing is refused).
+	late := t.TempDir()
+	p2, err := StartPuller(PullerConfig{Client: cli, Prefix: "/t", Repo: repo, Skills: late, StrictModes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(10*time.Second, func() bool { return p2.Status()["calc"].Installed }) {
+		t.Fatalf("a late host did not catch up: %+v", p2.Status())
+	}
+	p2.Close()
+	reg.Tamper(func([]byte) []byte { return []byte("garbage") })
+	p3, err := StartPuller(PullerConfig{Client: cli, Prefix: "/t", Repo: repo, Skills: late, StrictModes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitFor(10*time.Second, func() bool { _, ok := p3.Status()["calc"]; return ok }) || !p3.Status()["calc"].Installed {
+		t.Fatalf("a restarted host pulled again what it had: %+v", p3.Status())
+	}
+	p3.Close()
+	reg.Tamper(nil)
+
 	for _, tc := range []struct {
 		name   string
 		tamper func([]byte) []byte
