@@ -146,7 +146,7 @@ for w in 1 2 3 4; do
     code=$(curl -s -o "$tmp/body.$w" -w '%{http_code}' -X POST "http://127.0.0.1:$lb/v1/tools/alpha.echo/invoke" \
       -H 'Content-Type: application/json' -d '{"arguments":{"msg":"hi"}}' || true)
     echo "$code" >>"$tmp/calls.$p"
-    [ "$code" = 200 ] || { echo "$p $code $(head -c 300 "$tmp/body.$w" 2>/dev/null)" >>"$tmp/errors"; }
+    [ "$code" = 200 ] || { echo "$p $code $(head -c 300 "$tmp/body.$w" 2>/dev/null | tr -s "\n" " ")" >>"$tmp/errors"; }
   done) &
   pids+=($!)
 done
