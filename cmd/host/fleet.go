@@ -20,7 +20,8 @@ import (
 func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 	var state, id, addr, ca, cert, key, password, token string
 	var artifacts, regUser, regPassword, regCA string
-	var ttl time.Duration
+	var ttl, settle time.Duration
+	var parallel int
 	fs.StringVar(&state, "state", os.Getenv("SKILLHOST_STATE"), "where operator decisions live: empty for --state-dir's file, or etcd://host:port[,host:port]/prefix (etcds:// for TLS) to share them with a fleet (env SKILLHOST_STATE)")
 	fs.StringVar(&id, "fleet-id", "", "this host's name in the fleet (default hostname-port)")
 	fs.StringVar(&addr, "fleet-address", "", "the address other hosts and operators reach this host at (default the listen address)")
@@ -31,6 +32,8 @@ func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 	fs.StringVar(&password, "etcd-password-file", "", "file (mode 0600) holding the password of the user named in --state (etcd://user@host:port/…)")
 	fs.StringVar(&token, "etcd-token-file", "", "file (mode 0600) holding an etcd auth token, instead of a user and password")
 	fs.StringVar(&artifacts, "artifacts", os.Getenv("SKILLHOST_ARTIFACTS"), "OCI repository of the fleet's skill artifacts, oci://host[:port]/repository (oci+http:// without TLS); hosts install what host push records (env SKILLHOST_ARTIFACTS)")
+	fs.IntVar(&parallel, "rollout-parallel", 1, "how many hosts of the fleet swap to a pushed version at the same time")
+	fs.DurationVar(&settle, "rollout-settle", 3*time.Second, "how long a host must serve a pushed version healthily before the next host swaps")
 	fs.StringVar(&regUser, "registry-user", "", "user name for the OCI registry")
 	fs.StringVar(&regPassword, "registry-password-file", "", "file (mode 0600) holding the OCI registry's password or token")
 	fs.StringVar(&regCA, "registry-ca", "", "PEM file of the CA that signs the OCI registry's certificate (default: system roots)")
@@ -43,6 +46,7 @@ func fleetFlags(fs *flag.FlagSet) func() (*host.FleetConfig, error) {
 			return nil, err
 		}
 		fc.ID, fc.Address, fc.LeaseTTL = id, addr, ttl
+		fc.MaxParallel, fc.Settle = parallel, settle
 		fc.Etcd.CAFile, fc.Etcd.CertFile, fc.Etcd.KeyFile = ca, cert, key
 		fc.Etcd.PasswordFile, fc.Etcd.TokenFile = password, token
 		if fc.Artifacts, err = host.ParseArtifacts(artifacts); err != nil {
