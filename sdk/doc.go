@@ -15,6 +15,11 @@
 // host's deadline and cancellation to each handler's ctx, and exits when the
 // host goes away, even if the host was killed with SIGKILL.
 //
+// A handler can call other hosted tools through the host with [Call] and
+// [CallAs], given its ctx: the host runs the nested call under the scope of
+// the call it is made from, and only for tools listed in [Skill.Uses] (the
+// manifest's "uses"). [WithCaller] stands in for the host in unit tests.
+//
 // Run with --manifest, a skill binary prints its manifest skeleton, which
 // scripts/build-skills.sh completes with the entrypoint's sha256.
 package sdk

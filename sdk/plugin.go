@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -53,24 +54,57 @@ func DialOptions() []grpc.DialOption {
 }
 
 // GRPCPlugin joins the skill protocol to go-plugin. On the skill side Impl is
-// the server; on the host side GRPCClient returns a skillpb.SkillClient.
+// the server; on the host side GRPCClient returns a skillpb.SkillClient and,
+// when Host is set, serves Host to the skill over go-plugin's broker.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl skillpb.SkillServer
+
+	// Host, on the host's side, is the service that answers the skill's
+	// nested calls (Call). GRPCClient serves it over the broker, which ends
+	// it when the client is killed; nil serves nothing. A plugin with Host
+	// set belongs to one client.
+	Host skillpb.HostServer
+
+	hostID atomic.Uint32 // the broker id Host is served on, once GRPCClient ran
 }
 
 var _ plugin.GRPCPlugin = (*GRPCPlugin)(nil)
 
-// GRPCServer registers Impl on the plugin's gRPC server.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+// GRPCServer registers Impl on the plugin's gRPC server and hands it the
+// broker, through which Call reaches the host.
+func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
 	skillpb.RegisterSkillServer(s, p.Impl)
+	if sv, ok := p.Impl.(*server); ok {
+		sv.host.setBroker(b)
+	}
 	return nil
 }
 
-// GRPCClient returns the host's stub for the skill.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+// GRPCClient returns the host's stub for the skill. With Host set it also
+// serves Host on a new broker id (HostBrokerID) until the broker closes.
+// The host must send that id with each call (InvokeRequest.host_broker_id).
+func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	if p.Host != nil {
+		id := b.NextId()
+		p.hostID.Store(id)
+		// AcceptAndServe returns when the broker closes, which go-plugin
+		// does when the client is killed.
+		go b.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+			// The skill connection's settings (see GRPCServerFactory): a
+			// nested call is on the path of its parent's latency.
+			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes), grpc.ForceServerCodecV2(Codec),
+				grpc.StaticStreamWindowSize(StreamWindowBytes), grpc.StaticConnWindowSize(ConnWindowBytes))
+			s := grpc.NewServer(opts...)
+			skillpb.RegisterHostServer(s, p.Host)
+			return s
+		})
+	}
 	return skillpb.NewSkillClient(c), nil
 }
+
+// HostBrokerID is the broker id on which GRPCClient serves Host, or 0.
+func (p *GRPCPlugin) HostBrokerID() uint32 { return p.hostID.Load() }
 
 // PluginSet is the plugin map both sides pass to go-plugin.
 func PluginSet(impl skillpb.SkillServer) plugin.PluginSet {

@@ -18,8 +18,9 @@ import (
 // server implements skillpb.SkillServer over a Skill's tools.
 type server struct {
 	skillpb.UnimplementedSkillServer
-	s   *Skill
-	log hclog.Logger
+	s    *Skill
+	log  hclog.Logger
+	host *hostConn // the host's Host service, for Call
 }
 
 // Server returns s as a gRPC skill service. Serve uses it; sdk/skilltest and
@@ -28,7 +29,7 @@ func (s *Skill) Server(log hclog.Logger) skillpb.SkillServer {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &server{s: s, log: log}
+	return &server{s: s, log: log, host: &hostConn{}}
 }
 
 func (sv *server) Describe(context.Context, *skillpb.DescribeRequest) (*skillpb.DescribeResponse, error) {
@@ -68,6 +69,11 @@ func (sv *server) Invoke(ctx context.Context, req *skillpb.InvokeRequest) (resp 
 			defer hd.release()
 			ctx = hd
 		}
+	}
+	if req.CallToken != 0 || req.CallId != "" {
+		// Only a host that serves nested calls to this skill sends these:
+		// other calls pay nothing for Call.
+		ctx = context.WithValue(ctx, callKey{}, &callInfo{token: req.CallToken, id: req.CallId, broker: req.HostBrokerId, host: sv.host})
 	}
 	out, herr := t.call(ctx, req.Arguments)
 	if herr != nil {

@@ -90,6 +90,10 @@ type Skill struct {
 	Author string
 	Env    map[string]string
 	Limits *Limits
+	// Uses lists the hosted tools the skill's handlers call with [Call]
+	// ("skill.tool", or "skill.*"), for the manifest: the host refuses a
+	// call to a tool that the manifest does not list.
+	Uses []string
 
 	tools map[string]*toolDef
 	order []string
@@ -224,6 +228,7 @@ type ManifestSkeleton struct {
 	Author          string            `json:"author,omitempty"`
 	Env             map[string]string `json:"env,omitempty"`
 	Limits          *Limits           `json:"limits,omitempty"`
+	Uses            []string          `json:"uses,omitempty"`
 }
 
 // Manifest returns the skeleton for entrypoint (the binary's file name).
@@ -236,6 +241,6 @@ func (s *Skill) Manifest(entrypoint string) ManifestSkeleton {
 	}
 	return ManifestSkeleton{
 		ManifestVersion: 1, Name: s.Name, Version: s.Version, Description: s.Description,
-		Entrypoint: entrypoint, Tags: tags, Tools: tools, Author: s.Author, Env: s.Env, Limits: s.Limits,
+		Entrypoint: entrypoint, Tags: tags, Tools: tools, Author: s.Author, Env: s.Env, Limits: s.Limits, Uses: s.Uses,
 	}
 }

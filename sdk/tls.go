@@ -72,10 +72,16 @@ func serverTLS() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM([]byte(clientCert)) {
 		return nil, fmt.Errorf("%s=%d: ignored, PLUGIN_CLIENT_CERT holds no PEM certificate", ServerTLSFDEnv, fd)
 	}
+	// RootCAs and ServerName serve the other direction, as in go-plugin's
+	// own AutoMTLS configuration: go-plugin's broker dials the host's Host
+	// service (Call) with this configuration, and the host answers with
+	// the certificate this pool holds.
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool,
+		RootCAs:      pool,
+		ServerName:   "localhost",
 		MinVersion:   tls.VersionTLS12,
 	}, nil
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/pkg/agent"
-	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/api"
 )
 
 // runChat asks the daemon's agent loop one question over POST /v1/chat with
@@ -92,9 +92,7 @@ func runChat(args []string, stdout, stderr io.Writer) int {
 }
 
 func printChatError(w io.Writer, status int, body []byte) {
-	var eb struct {
-		Error *registry.Error `json:"error"`
-	}
+	var eb api.ErrorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error != nil {
 		fmt.Fprintf(w, "host chat: %s (%d): %s\n", eb.Error.Code, status, eb.Error.Message)
 		return

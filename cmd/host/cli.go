@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/api"
 )
 
 // cliCommand builds a command that talks to the daemon: it parses the common
@@ -76,18 +76,16 @@ func (c *client) rawOnly(out io.Writer, raw []byte, err error) (bool, error) {
 }
 
 var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args []string, out io.Writer) error {
-	var list []loader.SkillStatus
+	var list []api.Skill
 	if len(args) == 1 {
-		var st loader.SkillStatus
+		var st api.Skill
 		raw, err := c.do("GET", "/v1/skills/"+url.PathEscape(args[0]), nil, &st)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
 		}
-		list = []loader.SkillStatus{st}
+		list = []api.Skill{st}
 	} else {
-		var body struct {
-			Skills []loader.SkillStatus `json:"skills"`
-		}
+		var body api.SkillList
 		raw, err := c.do("GET", "/v1/skills", nil, &body)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
@@ -95,7 +93,7 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 		list = body.Skills
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKILL\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tNOTE")
+	fmt.Fprintln(tw, "SKILL\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tUSES\tNOTE")
 	for _, s := range list {
 		note := s.Reason
 		if s.Disabled {
@@ -115,7 +113,11 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 			if v.PID != 0 {
 				pid = fmt.Sprint(v.PID)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, n)
+			uses := "-"
+			if len(v.Uses) > 0 {
+				uses = strings.Join(v.Uses, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, uses, n)
 		}
 	}
 	return tw.Flush()
@@ -246,7 +248,7 @@ func skillAction(name, method, suffix string, body func(args []string) any) func
 		if body != nil {
 			b = body(args)
 		}
-		var st loader.SkillStatus
+		var st api.Skill
 		raw, err := c.do(method, "/v1/skills/"+url.PathEscape(args[0])+suffix, b, &st)
 		if done, err := c.rawOnly(out, raw, err); done {
 			return err
@@ -275,8 +277,8 @@ var runEvents = cliCommand("events", "", 0, 0, nil, func(c *client, _ []string, 
 		}
 		if event == "state" {
 			var st struct {
-				Skills []loader.SkillStatus `json:"skills"`
-				Tools  int                  `json:"tools"`
+				Skills []api.Skill `json:"skills"`
+				Tools  int         `json:"tools"`
 			}
 			json.Unmarshal(data, &st)
 			fmt.Fprintf(out, "state: %d skills, %d tools\n", len(st.Skills), st.Tools)
@@ -291,10 +293,18 @@ var runEvents = cliCommand("events", "", 0, 0, nil, func(c *client, _ []string, 
 			Reason  string `json:"reason"`
 			Tools   int    `json:"tools"`
 			Calls   uint64 `json:"calls"`
+			// nested_call
+			Caller, Tool, Code string
+			CallID             string `json:"call_id"`
+			ParentCallID       string `json:"parent_call_id"`
 		}
 		json.Unmarshal(data, &e)
 		if event == "calls" {
 			fmt.Fprintf(out, "%s %-9s %d so far\n", e.Time, event, e.Calls)
+			return true
+		}
+		if event == "nested_call" {
+			fmt.Fprintf(out, "%s %-9s %s -> %s %s (call %s, parent %s)\n", e.Time, event, e.Caller, e.Tool, e.Code, e.CallID, e.ParentCallID)
 			return true
 		}
 		line := fmt.Sprintf("%s %-9s %s@%s %s", e.Time, event, e.Skill, e.Version, e.State)

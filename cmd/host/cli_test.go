@@ -2,11 +2,17 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -59,5 +65,60 @@ func TestValidateNamesThePath(t *testing.T) {
 		if code := runValidate(args, &out, &errOut); code != exitFailure || out.String() != dir+": no version folders found\n" {
 			t.Errorf("validate %q = %d, %q %q", args, code, out.String(), errOut.String())
 		}
+	}
+}
+
+// validate warns about uses names that no skill in the tree serves, for a
+// whole tree and for one version folder in it alike, and does not fail.
+func TestValidateWarnsAboutUnservedUses(t *testing.T) {
+	root := t.TempDir()
+	script := filepath.Join(t.TempDir(), "run")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []testenv.Version{
+		{Skill: "calc", Version: "1.0.0", Binary: script, Tools: []string{"evaluate"}},
+		{Skill: "assist", Version: "1.0.0", Binary: script, Uses: []string{"calc.evaluate", "calc.nope", "mail.*"}},
+	} {
+		if _, err := testenv.Install(root, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "warning     assist@1.0.0: uses calc.nope, but no version of skill calc lists tool nope (it lists evaluate)\n" +
+		"warning     assist@1.0.0: uses mail.*, but no valid version of skill mail is in the tree\n"
+	for _, path := range []string{root, filepath.Join(root, "assist", "1.0.0")} {
+		var out, errOut strings.Builder
+		code := runValidate([]string{"--strict-modes=false", path}, &out, &errOut)
+		if code != exitOK || !strings.HasSuffix(out.String(), want) {
+			t.Errorf("validate %s = %d:\n%s%s\nwant it to end with:\n%s", path, code, out.String(), errOut.String(), want)
+		}
+	}
+}
+
+// validate accepts an MCP server's folder and says what its interpreter
+// needs from the daemon, which it cannot see.
+func TestValidateMCPVersion(t *testing.T) {
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "memory", "1.0.0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.js"), []byte("// a server\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := manifest.FolderDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fmt.Sprintf(`{"manifest_version":1,"name":"memory","version":"1.0.0","description":"Remembers.",
+		"runtime":"mcp","command":"node","args":["server.js"],"digest":"sha256:%s"}`, digest)
+	if err := os.WriteFile(filepath.Join(dir, manifest.FileName), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if code := runValidate([]string{"--strict-modes=false", tree}, &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "ok          memory@1.0.0") ||
+		!strings.Contains(out.String(), `warning     memory@1.0.0: $.command: "node" runs only on a host started with --runtime node=/absolute/path`) {
+		t.Fatalf("validate = %d, %q %q", code, out.String(), errOut.String())
 	}
 }

@@ -142,14 +142,9 @@ func (c *client) send(method, path string, body any, accept string) (*http.Respo
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &eb) == nil && eb.Error.Code != "" {
-		return nil, &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, Body: raw}
+	var eb api.ErrorBody
+	if json.Unmarshal(raw, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+		return nil, &apiError{Status: resp.StatusCode, Code: string(eb.Error.Code), Message: eb.Error.Message, Body: raw}
 	}
 	return nil, &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw)), Body: raw}
 }

@@ -2,11 +2,10 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/host"
 	"github.com/skillhost/skillhost/pkg/registry/embed"
 )
@@ -49,20 +48,5 @@ func embedKey(file string) (string, error) {
 	if file == "" {
 		return os.Getenv("OPENAI_API_KEY"), nil
 	}
-	fi, err := os.Stat(file)
-	if err != nil {
-		return "", fmt.Errorf("--embed-key-file: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("--embed-key-file %s is readable by others (mode %v); chmod 600 it", file, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("--embed-key-file: %w", err)
-	}
-	key := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	if key == "" {
-		return "", fmt.Errorf("--embed-key-file %s is empty", file)
-	}
-	return key, nil
+	return fileio.ReadSecret(file, "--embed-key-file")
 }

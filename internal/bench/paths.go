@@ -24,6 +24,7 @@ import (
 
 	"github.com/skillhost/skillhost/internal/bench/rpcplugin"
 	"github.com/skillhost/skillhost/internal/bench/tools"
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/registry"
 	"github.com/skillhost/skillhost/sdk"
@@ -461,11 +462,7 @@ func serveBare(addrFile string, call toolFunc) error {
 			}
 		}
 	}()
-	tmp := addrFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, addrFile); err != nil {
+	if err := fileio.WriteAtomic(addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := srv.Serve(ln); err != http.ErrServerClosed {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
@@ -89,9 +90,7 @@ func scaleRun(ctx context.Context, hostBin, root, work string, n, maxParallel in
 	r := scaleResult{Skills: n, MaxParallel: maxParallel, Ready: d.ready}
 	r.HostCPU, r.SkillsCPU = treeCPU(d.cmd.Process.Pid)
 	_, r.HostSysCPU = cpuSplit(d.cmd.Process.Pid)
-	var skills struct {
-		Skills []loader.SkillStatus `json:"skills"`
-	}
+	var skills api.SkillList
 	if err := d.get("/v1/skills", &skills); err != nil {
 		return r, err
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -20,20 +19,6 @@ func Write(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-type errorBody struct {
-	Error *registry.Error `json:"error"`
-}
-
-// Error answers err as {"error": {...}} with status; a retryable error
-// carries Retry-After.
-func Error(w http.ResponseWriter, status int, err error) {
-	e := registry.AsError(err)
-	if e.Retryable {
-		w.Header().Set("Retry-After", "1")
-	}
-	Write(w, status, errorBody{Error: e})
 }
 
 // Decode reads a JSON request body into v: at most limit bytes, unknown
@@ -87,19 +72,4 @@ func bodyError(err error, limit int64, emptyHint string) error {
 	default:
 		return registry.Errorf(registry.CodeBadRequest, "request body: %v", err)
 	}
-}
-
-// ListParam reads a list query parameter that may be repeated and
-// comma separated (?tags=a,b&tags=c), trimming blanks, as every face of
-// the host reads tags and skills.
-func ListParam(q url.Values, key string) []string {
-	var out []string
-	for _, v := range q[key] {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }

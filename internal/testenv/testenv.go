@@ -43,6 +43,7 @@ type Version struct {
 	Env            map[string]string // manifest env
 	Tools          []string
 	Limits         map[string]any
+	Uses           []string // manifest uses: the tools the skill may call through the host
 	// SHA256 overrides the checksum written (to fake a copy in progress).
 	SHA256 string
 }
@@ -64,6 +65,9 @@ func (v Version) Manifest(sum string) []byte {
 	}
 	if v.Limits != nil {
 		m["limits"] = v.Limits
+	}
+	if v.Uses != nil {
+		m["uses"] = v.Uses
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	return b

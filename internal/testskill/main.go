@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +30,17 @@ type echoOut struct {
 type sleepIn struct {
 	MS     int  `json:"ms" jsonschema:"minimum=0"`
 	Ignore bool `json:"ignore_cancel,omitempty" jsonschema:"description=keep sleeping after cancellation"`
+}
+
+type relayIn struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type relayOut struct {
+	Version string          `json:"version"`
+	CallID  string          `json:"call_id"`
+	Result  json.RawMessage `json:"result"`
 }
 
 type bigIn struct {
@@ -102,6 +115,25 @@ func main() {
 			return echoOut{Version: version, Msg: in.Msg, PID: os.Getpid()}, nil
 		})
 	}
+	if os.Getenv("TESTSKILL_RELAY") != "" { // opt-in, as shout
+		sdk.Tool(s, "relay", "Call the hosted tool named in tool with args through the host (sdk.Call) and return its result.", func(ctx context.Context, in relayIn) (relayOut, error) {
+			res, err := sdk.Call(ctx, in.Tool, in.Args)
+			var ce *sdk.CallError
+			if errors.As(err, &ce) {
+				// The host's code, for the caller to see as tool_code.
+				return relayOut{}, &sdk.Error{Code: ce.Code, Message: ce.Message, Retryable: ce.Retryable}
+			}
+			if err != nil {
+				return relayOut{}, err
+			}
+			return relayOut{Version: version, CallID: sdk.CallID(ctx), Result: res}, nil
+		})
+	}
+	if file := os.Getenv("TESTSKILL_COUNTER"); file != "" { // opt-in, like shout
+		sdk.Tool(s, "count", "Count this call: append a line to the counter file and return how many it holds.", func(ctx context.Context, in struct{}) (map[string]int, error) {
+			return countCall(file)
+		})
+	}
 	sdk.Tool(s, "fail", "Refuse with a tool error.", func(ctx context.Context, in struct{}) (echoOut, error) {
 		return echoOut{}, sdk.Errorf("not_today", "the tool refuses")
 	})
@@ -135,4 +167,25 @@ func serveRaw(name, version string) {
 		Plugins:         sdk.PluginSet(rawServer{name: name, version: version}),
 		GRPCServer:      sdk.GRPCServerFactory,
 	})
+}
+
+// countCall appends a line to file and returns the number of lines, so a
+// test can tell how often a tool was really called across host restarts.
+func countCall(file string) (map[string]int, error) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString("called\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int{"count": strings.Count(string(b), "\n")}, nil
 }

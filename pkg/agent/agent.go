@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -335,21 +335,4 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // ReadKeyFile reads an API key file: the first line, trimmed. Like the API
 // token, it must not be readable by group or others.
-func ReadKeyFile(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("key file: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("key file: %w", err)
-	}
-	key := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	if key == "" {
-		return "", fmt.Errorf("key file %s is empty", path)
-	}
-	return key, nil
-}
+func ReadKeyFile(path string) (string, error) { return fileio.ReadSecret(path, "key file") }

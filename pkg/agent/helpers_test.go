@@ -22,6 +22,7 @@ import (
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/registry/openaitools"
 )
 
 // testKey is the API key the tests configure. It is also in the test
@@ -342,7 +343,7 @@ func toolsPayload(t *testing.T, names ...string) []openai.Tool {
 		if !ok {
 			t.Fatalf("no tool %s", n)
 		}
-		out = append(out, registry.OpenAITool(tool))
+		out = append(out, openaitools.Tool(tool))
 	}
 	return out
 }

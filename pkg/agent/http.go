@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
+	"errors"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/skillhost/skillhost/internal/httpjson"
+	"github.com/skillhost/skillhost/internal/sse"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -42,114 +39,30 @@ func (a *Agent) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w), heartbeat: a.cfg.Heartbeat}
-	resp, err := a.Run(r.Context(), req, sse.event)
-	sse.stopHeartbeat()
+	stream := sse.New(w, a.cfg.Heartbeat)
+	resp, err := a.Run(r.Context(), req, func(e Event) { sendEvent(stream, e.Type, e) })
+	stream.Stop()
 	switch {
-	case err != nil && !sse.started:
+	case err != nil && !stream.Started():
 		writeError(w, err)
 	case err != nil:
-		sse.write(EventError, errorBody{Error: registry.AsError(err)})
+		sendEvent(stream, EventError, httpjson.ErrorBody{Error: registry.AsError(err)})
 	default:
-		sse.write(EventDone, resp)
+		sendEvent(stream, EventDone, resp)
 	}
 }
 
-// sseWriter writes one event stream. The response is committed (200,
-// text/event-stream) at the first event, so that a run failing before it
-// starts can still answer a proper status. Writes come from the run's emit
-// (serialized by the run) and from the heartbeat goroutine.
-type sseWriter struct {
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	heartbeat time.Duration
-
-	mu      sync.Mutex // guards the writer and the fields below
-	started bool
-	failed  bool // a write failed: the client is gone
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-func (s *sseWriter) event(e Event) { s.write(e.Type, e) }
-
-func (s *sseWriter) write(t EventType, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(errorBody{Error: registry.Errorf(registry.CodeInternal, "encoding a %s event: %v", t, err)})
-		t = EventError
+// sendEvent sends one event of a run; one that cannot be encoded is sent
+// as an error event in its place, so the client learns of it.
+func sendEvent(stream *sse.Writer, t EventType, v any) {
+	if err := stream.Event(string(t), v); err != nil && !errors.Is(err, sse.ErrGone) {
+		stream.Event(string(EventError), httpjson.ErrorBody{Error: registry.Errorf(registry.CodeInternal, "%v", err)})
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started {
-		s.start()
-	}
-	if s.failed {
-		return
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", t, b); err != nil {
-		s.failed = true
-		return
-	}
-	s.rc.Flush()
-}
-
-// start commits the response and starts the heartbeat. s.mu is held.
-func (s *sseWriter) start() {
-	s.started = true
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	s.w.WriteHeader(http.StatusOK)
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.beat(s.stop, s.done)
-}
-
-func (s *sseWriter) beat(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(s.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			s.mu.Lock()
-			if !s.failed {
-				if _, err := io.WriteString(s.w, ": keep-alive\n\n"); err != nil {
-					s.failed = true
-				} else {
-					s.rc.Flush()
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-// stopHeartbeat stops the heartbeat and waits for it; safe to call when it
-// never started, and twice.
-func (s *sseWriter) stopHeartbeat() {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
-}
-
-type errorBody struct {
-	Error *registry.Error `json:"error"`
 }
 
 // writeError answers err in the one error shape, with the status of its
 // code.
-func writeError(w http.ResponseWriter, err error) {
-	httpjson.Error(w, HTTPStatus(registry.AsError(err).Code), err)
-}
+func writeError(w http.ResponseWriter, err error) { httpjson.WriteError(w, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -47,6 +46,7 @@ type Profile struct {
 	System      string `json:"system,omitempty"`      // system prompt; none when empty
 
 	Tags   []string `json:"tags,omitempty"`   // offer only tools carrying one of these tags (any tag when empty)
+	Match  string   `json:"match,omitempty"`  // "any" (default): one of the tags will do; "all": every one
 	Skills []string `json:"skills,omitempty"` // offer only tools of these skills (any skill when empty)
 	Mode   Mode     `json:"mode,omitempty"`   // read_only (default) or full
 
@@ -61,24 +61,19 @@ type Profile struct {
 	Delegates []string `json:"delegates,omitempty"`
 }
 
-// permits reports whether the profile may see and call t.
-func (p *Profile) permits(t *registry.Tool) bool {
-	if p.Mode != ModeFull && !t.Annotations.ReadOnly {
-		return false
+// Filter is the registry filter of the tools the profile may see and
+// call. A profile built without [ParseProfiles] fails closed: any mode but
+// full is read-only, and a match it cannot read is "all".
+func (p *Profile) Filter() registry.Filter {
+	all, err := registry.ParseMatch(p.Match)
+	if err != nil {
+		all = true
 	}
-	if len(p.Skills) > 0 && !slices.Contains(p.Skills, t.Skill) {
-		return false
-	}
-	if len(p.Tags) > 0 {
-		for _, tag := range p.Tags {
-			if slices.Contains(t.Tags, strings.ToLower(tag)) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	return registry.Filter{Tags: p.Tags, MatchAll: all, Skills: p.Skills, ReadOnly: p.Mode != ModeFull}
 }
+
+// permits reports whether the profile may see and call t.
+func (p *Profile) permits(t *registry.Tool) bool { return p.Filter().Match(t) }
 
 // Profiles is a validated set of profiles.
 type Profiles struct {
@@ -237,17 +232,14 @@ func ParseProfiles(data []byte, format string) (*Profiles, error) {
 		if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
 			bad(at+".temperature", "must be from 0 to 2, not %g", *p.Temperature)
 		}
-		for i, tag := range p.Tags {
-			if strings.TrimSpace(tag) == "" {
-				bad(fmt.Sprintf("%s.tags[%d]", at, i), "is empty")
-			}
-			p.Tags[i] = strings.ToLower(strings.TrimSpace(tag))
+		if _, err := registry.ParseMatch(p.Match); err != nil {
+			bad(at+".match", "%v", err)
 		}
-		for i, s := range p.Skills {
-			if !registry.ValidName(s) {
-				bad(fmt.Sprintf("%s.skills[%d]", at, i), "%q is not a valid skill name", s)
-			}
+		f, problems := p.Filter().Normalize()
+		for _, pr := range problems {
+			bad(at+"."+pr.Field, "%s", pr.Reason)
 		}
+		p.Tags, p.Skills = f.Tags, f.Skills
 		for i, d := range p.Delegates {
 			switch dp, ok := file.Profiles[d]; {
 			case d == name:

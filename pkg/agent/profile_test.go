@@ -103,7 +103,7 @@ profiles:
 		strings.Join(r.Delegates, ",") != "policy-officer" || ps.MaxDepth() != 1 {
 		t.Fatalf("researcher = %+v", r)
 	}
-	if strings.Join(po.Tags, ",") != "制度,policy" || po.MaxTools != 3 {
+	if strings.Join(po.Tags, ",") != "policy,制度" || po.MaxTools != 3 {
 		t.Fatalf("policy-officer = %+v", po)
 	}
 }
@@ -164,6 +164,11 @@ func TestProfilePermits(t *testing.T) {
 		{Profile{Mode: ModeReadOnly, Tags: []string{"制度"}}, other, false},
 		{Profile{Mode: ModeFull, Skills: []string{"calc"}}, rw, false},
 		{Profile{Mode: ModeFull, Skills: []string{"calc"}}, other, true},
+		// Built in code, without ParseProfiles: it fails closed.
+		{Profile{}, rw, false},
+		{Profile{Mode: "admin"}, rw, false},
+		{Profile{Mode: ModeFull, Tags: []string{"policy", "制度"}, Match: "most"}, rw, false},
+		{Profile{Mode: ModeFull, Tags: []string{"policy", "制度"}, Match: "all"}, ro, true},
 	} {
 		if got := tt.p.permits(tt.tool); got != tt.allow {
 			t.Errorf("%+v permits %s %v = %v", tt.p, tt.tool.Skill, tt.tool.Tags, got)

@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/registry/openaitools"
 )
 
 // run is what the sessions of one Run share: the event sink and the
@@ -101,7 +102,7 @@ func (r *run) newSession(ctx context.Context, p *Profile, depth int, parent stri
 // registry is the point of the prefilter.
 func (s *session) selectTools(ctx context.Context, text string) {
 	snap := s.r.a.cfg.Registry.Snapshot()
-	q := registry.Query{Text: text, Tags: s.p.Tags, Skills: s.p.Skills, ReadOnly: s.p.Mode != ModeFull, Limit: s.p.MaxTools}
+	q := registry.Query{Text: text, Filter: s.p.Filter(), Limit: s.p.MaxTools}
 	hits := snap.SearchContext(ctx, q) // with the run's context: a rerank may call out
 	if len(hits) < s.p.MaxTools && (len(s.p.Tags) > 0 || len(s.p.Skills) > 0) {
 		q.Text = ""
@@ -123,7 +124,7 @@ func (s *session) selectTools(ctx context.Context, text string) {
 			continue
 		}
 		s.offered[h.Tool.LLMName] = h.Tool
-		s.tools = append(s.tools, registry.OpenAITool(h.Tool))
+		s.tools = append(s.tools, openaitools.Tool(h.Tool))
 	}
 	if s.depth < s.r.a.cfg.Profiles.MaxDepth() {
 		for _, name := range s.p.Delegates {

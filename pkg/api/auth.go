@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 
+	"github.com/skillhost/skillhost/internal/fileio"
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -45,7 +46,7 @@ func RequireTokens(h http.Handler, t Tokens) http.Handler {
 		admin, invoke := match(got, t.Admin), match(got, t.Invoke)
 		if !admin && !invoke {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillhost"`)
-			writeError(w, registry.Errorf(registry.CodeUnauthorized, "missing or wrong bearer token"))
+			writeError(w, registry.Errorf(httpjson.CodeUnauthorized, "missing or wrong bearer token"))
 			return
 		}
 		if !admin && adminAction(r) {
@@ -62,7 +63,7 @@ func adminAction(r *http.Request) bool {
 		return false
 	}
 	p := r.URL.Path
-	return p == "/v1/rescan" || strings.HasPrefix(p, "/v1/skills/")
+	return p == "/v1/rescan" || p == "/v1/flows/reload" || strings.HasPrefix(p, "/v1/skills/")
 }
 
 // consoleFile reports whether r reads the console's static files. It is
@@ -80,21 +81,14 @@ func consoleFile(r *http.Request) bool {
 	return !strings.Contains(r.URL.Path, "/.")
 }
 
-// ReadToken reads a token file: the first line, trimmed. It refuses an empty
-// token and a file others can read, since the token guards the whole API.
+// ReadToken reads a token file: the first line, trimmed. It refuses a file
+// others can read (the token guards the whole API) and a token shorter
+// than 16 characters.
 func ReadToken(path string) (string, error) {
-	fi, err := os.Stat(path)
+	tok, err := fileio.ReadSecret(path, "token file")
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	tok := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 	if len(tok) < 16 {
 		return "", fmt.Errorf("token file %s: the token must be at least 16 characters", path)
 	}

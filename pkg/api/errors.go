@@ -8,13 +8,7 @@ import (
 )
 
 // writeError answers err in the one error shape.
-func writeError(w http.ResponseWriter, err error) {
-	httpjson.Error(w, registry.AsError(err).Code.HTTPStatus(), err)
-}
-
-type errorBody struct {
-	Error *registry.Error `json:"error"`
-}
+func writeError(w http.ResponseWriter, err error) { httpjson.WriteError(w, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

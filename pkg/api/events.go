@@ -1,11 +1,10 @@
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/skillhost/skillhost/internal/sse"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -23,62 +22,38 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("the event stream is not enabled"))
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, registry.Errorf(registry.CodeInternal, "streaming is not supported by this connection"))
 		return
 	}
 	sub := s.cfg.Events.Subscribe(256)
 	defer sub.Close()
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(event string, v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return err
-		}
-		fl.Flush()
-		return nil
-	}
+	stream := sse.New(w, heartbeat)
+	defer stream.Stop()
 	state := map[string]any{
-		"skills": s.cfg.Skills.Status(), "tools": s.cfg.Registry.Snapshot().Len(),
+		"skills": skillList(s.cfg.Skills.Status(), nil).Skills, "tools": s.cfg.Registry.Snapshot().Len(),
 		"recent": s.cfg.Events.Recent(), "time": time.Now(),
 	}
-	if send("state", state) != nil {
+	if stream.Event("state", state) != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-s.stopping:
-			send("shutdown", map[string]any{"message": "the host is shutting down"})
+			stream.Event("shutdown", map[string]any{"message": "the host is shutting down"})
 			return
-		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
-				return
-			}
-			fl.Flush()
 		case e, ok := <-sub.C:
 			if !ok {
 				return
 			}
 			if sub.Lagged() {
-				if send("lagged", map[string]any{"message": "events were dropped; refetch /v1/skills"}) != nil {
+				if stream.Event("lagged", map[string]any{"message": "events were dropped; refetch /v1/skills"}) != nil {
 					return
 				}
 			}
-			if send(e.Type, e) != nil {
+			if stream.Event(e.Type, e) != nil {
 				return
 			}
 		}

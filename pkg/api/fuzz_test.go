@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/manifest"
@@ -55,16 +57,6 @@ func (memBackend) Invoke(ctx context.Context, tool string, args []byte, max int6
 		return nil, ctx.Err()
 	}
 	return nil, registry.Errorf(registry.CodeInvalidResponse, "no such tool %s", tool)
-}
-
-// documented is every code of pkg/registry/errors.go.
-var documented = map[registry.Code]bool{
-	registry.CodeUnknownTool: true, registry.CodeInvalidArguments: true, registry.CodeRequestTooLarge: true,
-	registry.CodeOverloaded: true, registry.CodeSkillUnavailable: true, registry.CodeTimeout: true,
-	registry.CodeToolError: true, registry.CodeSkillCrashed: true, registry.CodeResponseTooLarge: true,
-	registry.CodeInvalidResponse: true, registry.CodeCanceled: true, registry.CodeInvalidTool: true,
-	registry.CodeUnauthorized: true, registry.CodeForbidden: true, registry.CodeNotFound: true,
-	registry.CodeBadRequest: true, registry.CodeInternal: true, registry.Code("method_not_allowed"): true,
 }
 
 func fuzzServer(f *testing.F) *api.Server {
@@ -161,11 +153,11 @@ func FuzzInvokeHandler(f *testing.F) {
 		if err := dec.Decode(&e); err != nil || e.Error == nil {
 			t.Fatalf("%q %q: status %d, not the error shape: %s (%v)", name, body, res.StatusCode, out, err)
 		}
-		if !documented[e.Error.Code] || e.Error.Message == "" {
+		if !slices.Contains(httpjson.Codes(), e.Error.Code) || e.Error.Message == "" {
 			t.Fatalf("%q %q: undocumented code or empty message: %s", name, body, out)
 		}
-		if e.Error.Code.HTTPStatus() != res.StatusCode {
-			t.Fatalf("%q %q: code %s with status %d, want %d", name, body, e.Error.Code, res.StatusCode, e.Error.Code.HTTPStatus())
+		if httpjson.Status(e.Error.Code) != res.StatusCode {
+			t.Fatalf("%q %q: code %s with status %d, want %d", name, body, e.Error.Code, res.StatusCode, httpjson.Status(e.Error.Code))
 		}
 		if e.Error.Code == registry.CodeInternal {
 			t.Fatalf("%q %q: internal error for caller input: %s", name, body, out)

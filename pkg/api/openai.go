@@ -5,7 +5,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/registry/openaitools"
 )
 
 type openaiToolsBody struct {
@@ -23,5 +23,5 @@ func (s *Server) openaiTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hits := s.cfg.Registry.Snapshot().SearchContext(r.Context(), q)
-	writeJSON(w, http.StatusOK, openaiToolsBody{Tools: registry.OpenAITools(hits)})
+	writeJSON(w, http.StatusOK, openaiToolsBody{Tools: openaitools.Tools(hits)})
 }

@@ -110,8 +110,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: registry.Errorf(registry.CodeMethodNotAllowed,
-			"%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", "))})
+		writeError(w, registry.Errorf(httpjson.CodeMethodNotAllowed,
+			"%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", ")))
 		return
 	}
 	writeError(w, notFound("no endpoint %s %s; see docs/api.md", r.Method, r.URL.Path))
@@ -126,13 +126,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "tools": s.cfg.Registry.Snapshot().Len()})
 }
 
-type skillsBody struct {
-	Skills   []loader.SkillStatus `json:"skills"`
-	Problems manifest.Problems    `json:"problems,omitempty"`
-}
-
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, skillsBody{Skills: s.cfg.Skills.Status(), Problems: s.cfg.Skills.TreeProblems()})
+	writeJSON(w, http.StatusOK, skillList(s.cfg.Skills.Status(), s.cfg.Skills.TreeProblems()))
 }
 
 func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
@@ -142,50 +137,36 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no skill named %q in the tree", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, skillOf(st))
 }
-
-// toolView is a tool as the API shows it.
-type toolView struct {
-	*registry.Tool
-	Available bool     `json:"available"`
-	Score     *float64 `json:"score,omitempty"`
-}
-
-func view(t *registry.Tool) toolView { return toolView{Tool: t, Available: t.Available()} }
 
 // queryParams are the parameters /v1/tools and /v1/openai/tools accept; any
 // other is refused, so a typo (tag= for tags=) does not silently list all.
 var queryParams = map[string]bool{"q": true, "tags": true, "match": true, "skills": true, "read_only": true, "limit": true}
 
-// query reads q, tags, match, skills, read_only and limit. ranked reports
-// whether any of them was given: /v1/tools then answers a ranked pick in
-// place of the plain list. A limit not given stays 0, and each endpoint
-// applies its own default.
+// query reads q and limit, and the filter (tags, match, skills, read_only)
+// as every face reads it. ranked reports whether any parameter was given:
+// /v1/tools then answers a ranked pick in place of the plain list. A limit
+// not given stays 0, and each endpoint applies its own default.
 func query(r *http.Request) (q registry.Query, ranked bool, err error) {
 	v := r.URL.Query()
 	for k := range v {
 		if !queryParams[k] {
-			return q, false, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k)
+			return q, false, badRequest("unknown query parameter %q; use q, tags, match, skills, read_only or limit", k).With("parameter", k)
 		}
 	}
-	q = registry.Query{Text: v.Get("q"), MatchAll: v.Get("match") == "all", ReadOnly: v.Get("read_only") == "true"}
-	q.Tags, q.Skills = httpjson.ListParam(v, "tags"), httpjson.ListParam(v, "skills")
+	if q.Filter, err = registry.ParseFilter(v); err != nil {
+		return q, false, err
+	}
+	q.Text = v.Get("q")
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > registry.MaxLimit {
-			return q, false, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l)
+			return q, false, badRequest("limit must be a whole number from 1 to %d, not %q", registry.MaxLimit, l).With("parameter", "limit")
 		}
 		q.Limit = n
 	}
-	if m := v.Get("match"); m != "" && m != "all" && m != "any" {
-		return q, false, badRequest(`match must be "any" or "all", not %q`, m)
-	}
 	return q, len(v) > 0, nil
-}
-
-type toolsBody struct {
-	Tools []toolView `json:"tools"`
 }
 
 // listTools lists every tool, or ranks them when any query parameter is
@@ -198,10 +179,10 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.cfg.Registry.Snapshot()
-	out := toolsBody{Tools: []toolView{}}
+	out := ToolList{Tools: []Tool{}}
 	if !ranked {
 		for _, t := range snap.Tools() {
-			out.Tools = append(out.Tools, view(t))
+			out.Tools = append(out.Tools, toolOf(t))
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -210,7 +191,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		q.Limit = registry.MaxLimit
 	}
 	for _, h := range snap.SearchContext(r.Context(), q) {
-		tv := view(h.Tool)
+		tv := toolOf(h.Tool)
 		score := h.Score
 		tv.Score = &score
 		out.Tools = append(out.Tools, tv)
@@ -226,7 +207,7 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, view(t))
+	writeJSON(w, http.StatusOK, toolOf(t))
 }
 
 type invokeRequest struct {

@@ -8,24 +8,33 @@ import (
 )
 
 // Event is one change. Type is "lifecycle" (a skill version changed state),
-// "registry" (the tool set changed) or "calls" (calls were made since the
-// last such event; Calls is the running total). Restart is set on the
-// lifecycle event of a version that went active again after a crash, so a
-// watcher counts restarts from a field rather than from Reason's wording.
+// "registry" (the tool set changed), "calls" (calls were made since the
+// last such event; Calls is the running total) or "nested_call" (a call a
+// tool made through the host failed or was refused: Caller called Tool,
+// with the ids that tie it to its parent call, and Code says why). Restart
+// is set on the lifecycle event of a version that went active again after a
+// crash, so a watcher counts restarts from a field rather than from Reason's
+// wording.
 type Event struct {
-	Seq     uint64    `json:"seq"`
-	Type    string    `json:"type"`
-	Skill   string    `json:"skill,omitempty"`
-	Version string    `json:"version,omitempty"`
-	State   string    `json:"state,omitempty"`
-	From    string    `json:"from,omitempty"`
-	PID     int       `json:"pid,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Restart bool      `json:"restart,omitempty"`
-	Tools   int       `json:"tools,omitempty"`
-	DurMS   float64   `json:"duration_ms,omitempty"`
-	Calls   uint64    `json:"calls,omitempty"`
-	Time    time.Time `json:"time"`
+	Seq     uint64  `json:"seq"`
+	Type    string  `json:"type"`
+	Skill   string  `json:"skill,omitempty"`
+	Version string  `json:"version,omitempty"`
+	State   string  `json:"state,omitempty"`
+	From    string  `json:"from,omitempty"`
+	PID     int     `json:"pid,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	Restart bool    `json:"restart,omitempty"`
+	Tools   int     `json:"tools,omitempty"`
+	DurMS   float64 `json:"duration_ms,omitempty"`
+	Calls   uint64  `json:"calls,omitempty"`
+	// A nested_call event's own fields.
+	Caller       string    `json:"caller,omitempty"`
+	Tool         string    `json:"tool,omitempty"`
+	Code         string    `json:"code,omitempty"`
+	CallID       string    `json:"call_id,omitempty"`
+	ParentCallID string    `json:"parent_call_id,omitempty"`
+	Time         time.Time `json:"time"`
 }
 
 // Bus fans events out to subscribers and keeps the most recent ones for

@@ -25,6 +25,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
@@ -98,9 +99,9 @@ func (c ArtifactsConfig) Open() (*remote.Repository, error) {
 	}
 	client := &auth.Client{Client: hc, Cache: auth.NewCache()}
 	if c.PasswordFile != "" {
-		p, err := readSecret(c.PasswordFile)
+		p, err := fileio.ReadSecret(c.PasswordFile, "registry password file")
 		if err != nil {
-			return nil, fmt.Errorf("registry password: %w", err)
+			return nil, err
 		}
 		client.Credential = auth.StaticCredential(c.Registry, auth.Credential{Username: c.Username, Password: p})
 	}

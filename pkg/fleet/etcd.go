@@ -15,6 +15,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/skillhost/skillhost/internal/fileio"
 )
 
 // EtcdConfig says how to reach etcd. Credentials come from files only
@@ -110,16 +112,16 @@ func Dial(cfg EtcdConfig) (*clientv3.Client, error) {
 		if cfg.Username == "" {
 			errs = append(errs, errors.New("etcd: a password file needs a user name (etcd://user@host:port/…)"))
 		}
-		p, err := readSecret(cfg.PasswordFile)
+		p, err := fileio.ReadSecret(cfg.PasswordFile, "etcd password file")
 		if err != nil {
-			errs = append(errs, fmt.Errorf("etcd password: %w", err))
+			errs = append(errs, err)
 		}
 		cc.Username, cc.Password = cfg.Username, p
 	}
 	if cfg.TokenFile != "" {
-		tok, err := readSecret(cfg.TokenFile)
+		tok, err := fileio.ReadSecret(cfg.TokenFile, "etcd token file")
 		if err != nil {
-			errs = append(errs, fmt.Errorf("etcd token: %w", err))
+			errs = append(errs, err)
 		}
 		cc.Token = tok
 	}
@@ -165,8 +167,9 @@ func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 	}
 	switch {
 	case certFile != "" && keyFile != "":
-		if _, err := readSecret(keyFile); err != nil {
-			errs = append(errs, fmt.Errorf("key: %w", err))
+		// Only the mode matters here: a key others may read is refused.
+		if _, err := fileio.ReadSecret(keyFile, "key file"); err != nil {
+			errs = append(errs, err)
 			break
 		}
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)

@@ -37,7 +37,7 @@ func NewHandlers(cli *clientv3.Client, prefix string) *Handlers {
 func (h *Handlers) View(w http.ResponseWriter, r *http.Request) {
 	v, err := ReadView(r.Context(), h.cli, h.prefix)
 	if err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, registry.Errorf(registry.CodeSkillUnavailable, "%v", err))
+		httpjson.WriteError(w, registry.Errorf(registry.CodeSkillUnavailable, "%v", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, v)
@@ -52,14 +52,14 @@ func (h *Handlers) View(w http.ResponseWriter, r *http.Request) {
 func (h *Handlers) Events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		httpjson.Error(w, http.StatusInternalServerError, registry.Errorf(registry.CodeInternal, "streaming unsupported"))
+		httpjson.WriteError(w, registry.Errorf(registry.CodeInternal, "streaming unsupported"))
 		return
 	}
 	h.mu.Lock()
 	drained := h.drained
 	h.mu.Unlock()
 	if drained {
-		httpjson.Error(w, http.StatusServiceUnavailable, &registry.Error{Code: registry.CodeSkillUnavailable, Message: "the host is stopping", Retryable: true})
+		httpjson.WriteError(w, &registry.Error{Code: registry.CodeSkillUnavailable, Message: "the host is stopping", Retryable: true})
 		return
 	}
 	var after int64
@@ -69,7 +69,7 @@ func (h *Handlers) Events(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			httpjson.Error(w, http.StatusBadRequest, registry.Errorf(registry.CodeBadRequest, "event id %q is not an etcd revision", s))
+			httpjson.WriteError(w, registry.Errorf(registry.CodeBadRequest, "event id %q is not an etcd revision", s))
 			return
 		}
 		after = n
@@ -82,7 +82,7 @@ func (h *Handlers) Events(w http.ResponseWriter, r *http.Request) {
 	if after == 0 {
 		resp, err := h.cli.Get(ctx, h.prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
-			httpjson.Error(w, http.StatusServiceUnavailable, registry.Errorf(registry.CodeSkillUnavailable, "fleet: %v", err))
+			httpjson.WriteError(w, registry.Errorf(registry.CodeSkillUnavailable, "fleet: %v", err))
 			return
 		}
 		after = resp.Header.Revision

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/events"
 	"github.com/skillhost/skillhost/pkg/loader"
@@ -83,7 +84,7 @@ func New(cfg Config) (_ *Host, err error) {
 	if cfg.Tokens.Admin != "" && cfg.Tokens.Admin == cfg.Tokens.Invoke {
 		errs = append(errs, errors.New("the admin and invoke tokens are the same; the invoke token would have admin rights"))
 	}
-	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Console) {
+	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Runs != nil || cfg.Console) {
 		errs = append(errs, errors.New("faces need the HTTP API: set Config.Listen"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -161,6 +162,7 @@ func New(cfg Config) (_ *Host, err error) {
 	h.reg = registry.New(registry.Config{
 		Rerank:   rerank,
 		OnCall:   h.met.ObserveCall,
+		OnNested: h.observeNested,
 		OnChange: h.publishChange,
 	})
 	reaper := []string(nil)
@@ -172,7 +174,7 @@ func New(cfg Config) (_ *Host, err error) {
 		Grace: cfg.Grace, StartTimeout: cfg.StartTimeout, StrictModes: cfg.StrictModes, SkillUser: skillUser,
 		Watch: cfg.Watch, Debounce: cfg.Debounce, Resync: cfg.Resync, MaxParallelStarts: cfg.MaxParallelStarts,
 		SkillGOMAXPROCS: cfg.SkillGOMAXPROCS, State: state, DigestCache: cfg.DigestCache,
-		Reaper: reaper, Subreaper: cfg.OwnsProcess,
+		Reaper: reaper, Subreaper: cfg.OwnsProcess, Interpreters: cfg.Interpreters,
 		OnSwap: h.met.ObserveSwap, OnScan: h.met.ObserveScan, OnEvent: h.publishLifecycle,
 	})
 	if err != nil {
@@ -185,7 +187,7 @@ func New(cfg Config) (_ *Host, err error) {
 	h.api = api.New(api.Config{Registry: h.reg, Skills: h.ld, Logger: log, Events: h.bus})
 	h.api.Handle("GET /metrics", h.met.Handler())
 	for _, f := range append(builtinFaces(cfg), h.fleet.faces()...) {
-		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), api: h.api}
+		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), Ready: h.ready, api: h.api}
 		if err := f.Mount(m); err != nil {
 			return nil, fmt.Errorf("host: %s: %w", f.Name(), err)
 		}
@@ -223,6 +225,18 @@ func (h *Host) handler() http.Handler {
 
 func (h *Host) publishChange(c registry.Change) {
 	h.bus.Publish(events.Event{Type: "registry", Skill: c.Skill, Version: c.Version, State: c.Kind, Reason: c.Reason, Tools: c.Tools})
+}
+
+// observeNested counts every nested call; only the failed and refused ones
+// are events, as a successful one is as frequent as its parent, and they are
+// not kept among the recent events, which a skill failing its calls in a
+// loop would otherwise fill.
+func (h *Host) observeNested(n registry.NestedCall) {
+	h.met.ObserveNested(n)
+	if n.Code != "" {
+		h.bus.Notify(events.Event{Type: "nested_call", Caller: n.Caller, Tool: n.Tool, Code: string(n.Code),
+			CallID: n.ID, ParentCallID: n.ParentID, DurMS: float64(n.Duration) / float64(time.Millisecond)})
+	}
 }
 
 func (h *Host) publishLifecycle(e loader.Event) {
@@ -309,7 +323,7 @@ func (h *Host) firstScan(ctx context.Context) {
 	}
 	h.summary("skills loaded", "skills_dir", h.cfg.Skills, "took", time.Since(began).Round(time.Millisecond))
 	if h.cfg.AddrFile != "" && h.ln != nil {
-		if err := writeFileAtomic(h.cfg.AddrFile, []byte(h.ln.Addr().String()+"\n")); err != nil {
+		if err := fileio.WriteAtomic(h.cfg.AddrFile, []byte(h.ln.Addr().String()+"\n"), 0o644); err != nil {
 			h.log.Warn("cannot write the address file", "file", h.cfg.AddrFile, "error", err)
 		} else {
 			h.mu.Lock()
@@ -344,7 +358,9 @@ func (h *Host) Run(ctx context.Context) error {
 }
 
 // Rescan reads the tree now and waits until every skill has acted on it,
-// then logs the outcome. Shutdown ends the wait.
+// then logs the outcome, and has every face that is a Reloader re-read its
+// own configuration (the runs face its flows); their errors are joined.
+// Shutdown ends the wait.
 func (h *Host) Rescan(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -353,7 +369,15 @@ func (h *Host) Rescan(ctx context.Context) error {
 		return err
 	}
 	h.summary("rescan done")
-	return nil
+	var errs []error
+	for _, f := range h.faces {
+		if r, ok := f.(Reloader); ok {
+			if err := r.Reload(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Shutdown stops the host: it stops accepting requests, ends event

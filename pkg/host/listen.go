@@ -48,13 +48,3 @@ func listen(addr string, haveToken bool) (net.Listener, error) {
 	}
 	return net.Listen("tcp", addr)
 }
-
-// writeFileAtomic writes data to path through a temp file and a rename, so a
-// reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}

@@ -55,6 +55,8 @@ type instance struct {
 	pid        int
 	startedAt  time.Time
 	desc       *skillpb.DescribeResponse
+	host       *hostService // answers the skill's nested calls; nil when its manifest has no uses
+	hostBroker uint32       // the broker id host is served on
 
 	lease     atomic.Int64
 	drained   chan struct{} // closed when draining and no call is in flight
@@ -72,6 +74,8 @@ type instance struct {
 	abortStart func()        // kills the process during its handshake (start)
 	stopOnce   sync.Once
 	onExit     func(*instance) // called once on an exit that was not asked for, before exited closes
+
+	rt runtimeProc // nil: go-plugin, run by the fields above; else another runtime (runtime.go)
 }
 
 var _ registry.Backend = (*instance)(nil)
@@ -88,12 +92,13 @@ type launchConfig struct {
 	maxDescribe   int
 	onExit        func(*instance)
 	textBusyTries int
-	mtls          *proc.ClientCert // the host's side of the mutual TLS with every skill
-	user          *proc.SkillUser  // nil: the host's user
-	reaper        *proc.Reaper     // nil: none; told of every process group started and stopped
-	sweeper       *proc.Sweeper    // nil: none; told of every skill process started and gone
-	gomaxprocs    int              // > 0: GOMAXPROCS for a skill whose manifest sets none
-	sockDir       string           // the folder the skill makes its go-plugin socket in
+	mtls          *proc.ClientCert   // the host's side of the mutual TLS with every skill
+	user          *proc.SkillUser    // nil: the host's user
+	reaper        *proc.Reaper       // nil: none; told of every process group started and stopped
+	sweeper       *proc.Sweeper      // nil: none; told of every skill process started and gone
+	gomaxprocs    int                // > 0: GOMAXPROCS for a skill whose manifest sets none
+	sockDir       string             // the folder the skill makes its go-plugin socket in
+	reg           *registry.Registry // where nested calls go (callback.go)
 }
 
 // launch starts ver and describes it. On error nothing is left running.
@@ -178,15 +183,28 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 	cmd.ExtraFiles = []*os.File{tlsPipe} // descriptor 3 in the skill
 	cmd.Env = append(cmd.Env, sdk.ServerTLSFDEnv+"=3")
 	stderrTail := &tailWriter{max: 2048}
+	// A skill that declares uses gets the Host service for its nested
+	// calls, over the broker multiplexed on its own connection: no new
+	// listener, and the skill's certificate required on each stream.
+	// Multiplexing puts the connection's calls through yamux too, which
+	// costs them a little; skills that call nothing are left without it.
+	skillPlugin := &sdk.GRPCPlugin{}
+	tlsCfg := cfg.mtls.TLSConfig(server.Leaf())
+	if len(m.Uses) > 0 && cfg.reg != nil {
+		inst.host = newHostService(inst, cfg.reg)
+		skillPlugin.Host = inst.host
+		tlsCfg = withBrokerServerAuth(tlsCfg)
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		Plugins:          sdk.PluginSet(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		HandshakeConfig:     sdk.Handshake,
+		Plugins:             plugin.PluginSet{sdk.PluginName: skillPlugin},
+		Cmd:                 cmd,
+		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCBrokerMultiplex: inst.host != nil,
 		// AutoMTLS's protocol with the host-wide client certificate and
 		// the host-made server one in place of new P-521 ones per
 		// process: see proc.ClientCert.
-		TLSConfig:    cfg.mtls.TLSConfig(server.Leaf()),
+		TLSConfig:    tlsCfg,
 		SkipHostEnv:  true,
 		StartTimeout: cfg.startTimeout,
 		Logger:       inst.log,
@@ -269,6 +287,7 @@ func (inst *instance) start(ctx context.Context, cfg launchConfig, exe string) e
 		raw, err = proto.Dispense(sdk.PluginName)
 		if err == nil {
 			inst.rpc = raw.(skillpb.SkillClient)
+			inst.hostBroker = skillPlugin.HostBrokerID()
 		}
 	}
 	inst.client = client
@@ -353,11 +372,11 @@ func (inst *instance) spec() registry.SkillSpec {
 	m := inst.ver.Manifest
 	l := m.Limits.WithDefaults()
 	tags := m.Tags
-	if len(tags) == 0 {
+	if len(tags) == 0 && inst.desc != nil {
 		tags = inst.desc.Tags
 	}
 	desc := m.Description
-	if desc == "" {
+	if desc == "" && inst.desc != nil {
 		desc = inst.desc.Description
 	}
 	s := registry.SkillSpec{
@@ -366,6 +385,10 @@ func (inst *instance) spec() registry.SkillSpec {
 			Timeout: l.Timeout(), MaxConcurrency: l.MaxConcurrency,
 			MaxRequestBytes: l.MaxRequestBytes, MaxResponseBytes: l.MaxResponseBytes,
 		},
+	}
+	if inst.rt != nil {
+		s.Tools = inst.rt.Tools()
+		return s
 	}
 	for _, t := range inst.desc.Tools {
 		ts := registry.ToolSpec{
@@ -381,6 +404,9 @@ func (inst *instance) spec() registry.SkillSpec {
 }
 
 func (inst *instance) toolNames() []string {
+	if inst.rt != nil {
+		return inst.runtimeToolNames()
+	}
 	if inst.desc == nil {
 		return nil
 	}
@@ -429,7 +455,15 @@ func (inst *instance) beginDrain(grace time.Duration) {
 // so the skill's side arms none either; when it fires, the cancellation
 // reaches the skill as a reset stream.
 func (inst *instance) Invoke(ctx context.Context, tool string, args []byte, maxResponse int64) ([]byte, error) {
+	if inst.rt != nil {
+		return inst.rt.Invoke(ctx, tool, args, maxResponse)
+	}
 	req := &skillpb.InvokeRequest{Tool: tool, Arguments: args}
+	if inst.host != nil {
+		token, end := inst.host.begin(ctx)
+		defer end()
+		req.HostBrokerId, req.CallToken, req.CallId = inst.hostBroker, token, registry.CallID(ctx)
+	}
 	callCtx := ctx
 	if d, ok := ctx.Deadline(); ok {
 		req.TimeoutNs = max(int64(time.Until(d)), 1)
@@ -509,6 +543,10 @@ func (inst *instance) stop(ctx context.Context, grace time.Duration) {
 // Safe to call more than once.
 func (inst *instance) kill() {
 	inst.stopOnce.Do(func() {
+		if inst.rt != nil {
+			inst.killRuntime()
+			return
+		}
 		inst.stopping.Store(true)
 		if inst.client != nil {
 			inst.client.Kill()

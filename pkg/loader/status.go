@@ -25,6 +25,7 @@ const (
 type VersionStatus struct {
 	Version       string            `json:"version"`
 	State         State             `json:"state"`
+	Runtime       string            `json:"runtime,omitempty"` // "go-plugin" or "mcp", from the manifest
 	PID           int               `json:"pid,omitempty"`
 	StartedAt     *time.Time        `json:"started_at,omitempty"`
 	InFlight      int64             `json:"in_flight"`
@@ -32,6 +33,7 @@ type VersionStatus struct {
 	LastError     string            `json:"last_error,omitempty"`
 	Problems      manifest.Problems `json:"problems,omitempty"`
 	Tools         []string          `json:"tools,omitempty"`
+	Uses          []string          `json:"uses,omitempty"` // the manifest's uses: what the version may call through the host
 	DrainDeadline *time.Time        `json:"drain_deadline,omitempty"`
 }
 

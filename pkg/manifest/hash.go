@@ -8,15 +8,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
+
+	"github.com/skillhost/skillhost/internal/fileio"
 )
 
 // maxCachedHashes bounds the cache. Entries for files that went away are never looked up
 // again; rather than track them, the cache starts over when it grows past any plausible tree.
-const maxCachedHashes = 8192
+const maxCachedHashes = 1 << 17 // an MCP server's node_modules is thousands of files
 
 // errChangedWhileHashing means the file was modified between the start and the end of hashing:
 // a write in progress, so the digest means nothing yet.
@@ -150,19 +151,7 @@ func (c *HashCache) Save(file string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("save digest cache: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := fileio.WriteAtomic(file, b, 0o600); err != nil {
 		return fmt.Errorf("save digest cache: %w", err)
 	}
 	return nil

@@ -40,6 +40,23 @@ func TestParseCaseTwin(t *testing.T) {
 	}
 }
 
+func TestMayCall(t *testing.T) {
+	data := baseManifest("assist", "1.0.0", script)
+	data["uses"] = []any{"calc.evaluate", "policy.*"}
+	m, ps := Parse(mustJSON(t, data))
+	if len(ps) != 0 {
+		t.Fatalf("problems: %v", ps)
+	}
+	for _, c := range []struct {
+		skill, tool string
+		want        bool
+	}{{"calc", "evaluate", true}, {"calc", "convert", false}, {"policy", "search", true}, {"policy", "*", true}, {"textkit", "count", false}, {"calc.evaluate", "", false}} {
+		if got := m.MayCall(c.skill, c.tool); got != c.want {
+			t.Errorf("MayCall(%q, %q) = %v, want %v", c.skill, c.tool, got, c.want)
+		}
+	}
+}
+
 func TestParseMinimal(t *testing.T) {
 	m := baseManifest("calc", "1.0.0-rc.1+build.5", script)
 	for _, k := range []string{"tags", "tools", "env", "limits"} {
@@ -69,6 +86,13 @@ func TestParseProblems(t *testing.T) {
 		{"missing entrypoint", func(m map[string]any) { delete(m, "entrypoint") }, "$.entrypoint", []string{"required"}},
 		{"missing sha256", func(m map[string]any) { delete(m, "sha256") }, "$.sha256", []string{"required"}},
 		{"missing manifest_version", func(m map[string]any) { delete(m, "manifest_version") }, "$.manifest_version", []string{"required"}},
+		{"uses not qualified", func(m map[string]any) { m["uses"] = []any{"calc"} }, "$.uses[0]", []string{`"calc" does not match`}},
+		{"uses bad wildcard", func(m map[string]any) { m["uses"] = []any{"calc.eval*"} }, "$.uses[0]", []string{`"calc.eval*" does not match`}},
+		{"uses all skills", func(m map[string]any) { m["uses"] = []any{"*.*"} }, "$.uses[0]", []string{`"*.*" does not match`}},
+		{"uses twice", func(m map[string]any) { m["uses"] = []any{"calc.evaluate", "calc.evaluate"} }, "$.uses[1]", []string{"repeats $.uses[0]"}},
+		{"uses covered by wildcard", func(m map[string]any) { m["uses"] = []any{"calc.*", "calc.evaluate"} }, "$.uses[1]", []string{`"calc.evaluate" is already covered by "calc.*"`}},
+		{"uses name too long", func(m map[string]any) { m["uses"] = []any{"calc." + long(60)} }, "$.uses[0]", []string{"over the 64-character limit"}},
+		{"uses skill too long", func(m map[string]any) { m["uses"] = []any{long(33) + ".*"} }, "$.uses[0]", []string{"longer than 32 characters"}},
 		{"name uppercase", func(m map[string]any) { m["name"] = "Calc" }, "$.name", []string{`"Calc" does not match`}},
 		{"name double underscore", func(m map[string]any) { m["name"] = "my__calc" }, "$.name", []string{`"my__calc"`}},
 		{"name leading digit", func(m map[string]any) { m["name"] = "1calc" }, "$.name", []string{`"1calc"`}},

@@ -270,3 +270,43 @@ func isSkillFolder(dir string) bool {
 	}
 	return false
 }
+
+// UsesWarnings names every uses entry of the valid versions in vs that no
+// valid version in tree serves: the skill has no valid version there, or
+// every one of them lists its tools and none lists this one. (A version
+// that lists no tools may serve any name, so it is given the benefit of the
+// doubt.) A call to such a name would be refused at run time as an unknown
+// tool; "host validate" warns about it without failing, since the skill may
+// arrive later.
+func UsesWarnings(vs, tree []Version) []string {
+	tools := map[string][]string{} // skill → the tools its valid versions list; nil entry: one lists none
+	open := map[string]bool{}
+	for _, v := range tree {
+		if v.Status != StatusValid || v.Manifest == nil {
+			continue
+		}
+		if len(v.Manifest.Tools) == 0 {
+			open[v.Skill] = true
+		}
+		tools[v.Skill] = append(tools[v.Skill], v.Manifest.Tools...)
+	}
+	var out []string
+	for _, v := range vs {
+		if v.Status != StatusValid || v.Manifest == nil {
+			continue
+		}
+		for _, u := range v.Manifest.Uses {
+			skill, tool, _ := strings.Cut(u, ".")
+			listed, ok := tools[skill]
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s@%s: uses %s, but no valid version of skill %s is in the tree", v.Skill, v.Version, u, skill))
+			case tool != "*" && !open[skill] && !slices.Contains(listed, tool):
+				slices.Sort(listed)
+				out = append(out, fmt.Sprintf("%s@%s: uses %s, but no version of skill %s lists tool %s (it lists %s)",
+					v.Skill, v.Version, u, skill, tool, strings.Join(slices.Compact(listed), ", ")))
+			}
+		}
+	}
+	return out
+}

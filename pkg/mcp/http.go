@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -70,7 +70,7 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := ParseFilter(r.URL.Query())
 	if err != nil {
-		writeError(w, registry.Errorf(registry.CodeBadRequest, "%v", err))
+		writeError(w, err)
 		return
 	}
 	stream := r.Method == http.MethodGet
@@ -220,12 +220,4 @@ func shuttingDown() *registry.Error {
 }
 
 // writeError answers in skillhost's one error shape.
-func writeError(w http.ResponseWriter, err error) {
-	e := registry.AsError(err)
-	if e.Retryable {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(e.Code.HTTPStatus())
-	json.NewEncoder(w).Encode(map[string]any{"error": e})
-}
+func writeError(w http.ResponseWriter, err error) { httpjson.WriteError(w, err) }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -459,24 +458,6 @@ func TestResultFor(t *testing.T) {
 	e := errorResult(registry.Errorf(registry.CodeOverloaded, "skill s is at its limit of 2 concurrent calls"))
 	if !e.IsError || resultText(e) != "overloaded: skill s is at its limit of 2 concurrent calls (retryable)" {
 		t.Errorf("error result text = %q", resultText(e))
-	}
-}
-
-func TestParseFilter(t *testing.T) {
-	f, err := ParseFilter(url.Values{"tags": {"Math, text", "math"}, "skills": {"calc"}, "read_only": {"1"}})
-	if err != nil || strings.Join(f.Tags, ",") != "math,text" || f.Skills[0] != "calc" || !f.ReadOnly {
-		t.Errorf("ParseFilter = %+v, %v", f, err)
-	}
-	if f.String() != "read_only=true&skills=calc&tags=math%2Ctext" {
-		t.Errorf("String = %s", f.String())
-	}
-	for _, bad := range []url.Values{{"skills": {"no.dots"}}, {"read_only": {"maybe"}}, {"tags": {strings.Repeat("x", 65)}}} {
-		if _, err := ParseFilter(bad); err == nil {
-			t.Errorf("ParseFilter(%v) accepted", bad)
-		}
-	}
-	if f, _ := ParseFilter(url.Values{"other": {"x"}}); !f.IsZero() || f.String() != "all tools" {
-		t.Errorf("zero filter = %+v", f)
 	}
 }
 

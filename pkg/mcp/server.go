@@ -238,8 +238,8 @@ func (s *Server) newView(f Filter, forHTTP bool) *view {
 // &mcpsdk.StdioTransport{}) with the tools that pass f, until the client
 // disconnects, ctx ends or the server closes.
 func (s *Server) ServeTransport(ctx context.Context, t mcpsdk.Transport, f Filter) error {
-	f, err := f.normalize()
-	if err != nil {
+	f, problems := f.Normalize()
+	if err := problems.Err(); err != nil {
 		return err
 	}
 	v := s.newView(f, false)

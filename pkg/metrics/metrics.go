@@ -31,6 +31,7 @@ type Metrics struct {
 	swapTime   prometheus.Histogram
 	scanErrors prometheus.Counter
 	lifecycle  *prometheus.CounterVec
+	nested     *prometheus.CounterVec
 }
 
 // SetRegistry sets the registry read at scrape time (the registry is built
@@ -74,10 +75,13 @@ func New(src Sources) *Metrics {
 	m.lifecycle = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "skillhost_lifecycle_events_total", Help: "Lifecycle transitions by the state entered.",
 	}, []string{"state"})
+	m.nested = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillhost_nested_calls_total", Help: "Calls made by tools through the host (sdk.Call), by calling tool, called tool and outcome; they are in skillhost_calls_total too.",
+	}, []string{"caller", "tool", "outcome"})
 	states := prometheus.NewDesc("skillhost_instances", "Skill versions by state.", []string{"state"}, nil)
 	inflight := prometheus.NewDesc("skillhost_in_flight_calls", "Calls in flight per skill.", []string{"skill"}, nil)
 	size := prometheus.NewDesc("skillhost_registry_tools", "Tools in the registry.", nil, nil)
-	m.reg.MustRegister(m.calls, m.latency, m.restarts, m.swaps, m.swapTime, m.scanErrors, m.lifecycle,
+	m.reg.MustRegister(m.calls, m.latency, m.restarts, m.swaps, m.swapTime, m.scanErrors, m.lifecycle, m.nested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectorFunc{descs: []*prometheus.Desc{states, inflight, size}, collect: func(ch chan<- prometheus.Metric) {
 			count := map[loader.State]float64{}
@@ -148,6 +152,23 @@ func (m *Metrics) ObserveCall(tool string, code registry.Code, d time.Duration) 
 	if code == "" || code == registry.CodeToolError {
 		m.latency.WithLabelValues(tool).Observe(d.Seconds())
 	}
+}
+
+// ObserveNested is the registry's OnNested hook. Call ids are not labels
+// (one series per call); the caller's tool ties a nested call to its
+// parent's series, and logs and events carry the ids. Unknown names are
+// folded as in ObserveCall.
+func (m *Metrics) ObserveNested(n registry.NestedCall) {
+	outcome, tool := "ok", n.Tool
+	if n.Code != "" {
+		outcome = string(n.Code)
+	}
+	if n.Code == registry.CodeUnknownTool || n.Code == registry.CodeBadRequest {
+		tool = "(unknown)"
+	} else if skill, t, err := registry.SplitName(tool); err == nil {
+		tool = registry.Qualified(skill, t)
+	}
+	m.nested.WithLabelValues(n.Caller, tool, outcome).Inc()
 }
 
 // Calls is the number of calls observed so far, whatever their outcome.

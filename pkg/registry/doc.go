@@ -14,8 +14,20 @@
 // new snapshot first, drain the old instance second) is what lets a hot swap
 // lose no call.
 //
+// A [Filter] (tags, skills, read-only) is what a caller may see and call;
+// [ParseFilter] is the one parser every face reads it with, so the API, an
+// MCP endpoint and an agent profile agree on what a filter lets through.
+//
 // Invoke is the one path every surface (HTTP, the agent loop, MCP) uses:
 // lookup, argument validation against the compiled schema, size, concurrency
 // and timeout limits, lease, call, result checks, release. Every failure is an
 // [*Error] with a stable [Code].
+//
+// The context a Backend's Invoke receives carries the call's frame: its id,
+// its tool and the permit its caller passed, linked to the frame of the call
+// it was made from. A call made with that context (a skill calling another
+// tool through the host) runs under the scope of every call on its chain:
+// each one's permit applies, the chain is at most Config.MaxCallDepth tools
+// long, and a tool already on it is refused, so a nested call can never
+// reach what its original caller could not, nor loop.
 package registry

@@ -3,14 +3,16 @@ package registry
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Code is a stable, documented error code. Callers (and models) branch on
 // it; the message is for people.
 type Code string
 
-// The codes every caller may see. HTTPStatus gives each one's status.
+// The codes every caller may see, whatever the face. Codes only a face
+// answers with (unauthorized, method_not_allowed, the agent's) and every
+// code's HTTP status live with the faces, in internal/httpjson: the
+// registry knows nothing of HTTP.
 const (
 	CodeUnknownTool      Code = "unknown_tool"       // no such tool in the current snapshot
 	CodeInvalidArguments Code = "invalid_arguments"  // arguments are not JSON or fail the input schema
@@ -24,45 +26,11 @@ const (
 	CodeInvalidResponse  Code = "invalid_response"   // the skill broke the protocol (e.g. result is not JSON)
 	CodeCanceled         Code = "canceled"           // the caller went away
 	CodeInvalidTool      Code = "invalid_tool"       // a tool definition the registry refuses (load time)
-	CodeUnauthorized     Code = "unauthorized"
-	CodeForbidden        Code = "forbidden"
-	CodeNotFound         Code = "not_found"
-	CodeMethodNotAllowed Code = "method_not_allowed"
-	CodeBadRequest       Code = "bad_request"
-	CodeInternal         Code = "internal"
+	CodeForbidden        Code = "forbidden"          // a Permit refused the tool
+	CodeNotFound         Code = "not_found"          // no such skill or version (the loader's operator actions)
+	CodeBadRequest       Code = "bad_request"        // a request that cannot be read: a bad filter, a pin the version refuses
+	CodeInternal         Code = "internal"           // anything else
 )
-
-// HTTPStatus maps a code to the status the HTTP API answers with.
-func (c Code) HTTPStatus() int {
-	switch c {
-	case CodeUnknownTool, CodeNotFound:
-		return http.StatusNotFound
-	case CodeInvalidArguments, CodeBadRequest:
-		return http.StatusBadRequest
-	case CodeRequestTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case CodeOverloaded:
-		return http.StatusTooManyRequests
-	case CodeSkillUnavailable:
-		return http.StatusServiceUnavailable
-	case CodeTimeout:
-		return http.StatusGatewayTimeout
-	case CodeToolError, CodeInvalidTool:
-		return http.StatusUnprocessableEntity
-	case CodeSkillCrashed, CodeResponseTooLarge, CodeInvalidResponse:
-		return http.StatusBadGateway
-	case CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case CodeCanceled:
-		return 499 // client closed request, as nginx names it
-	case CodeUnauthorized:
-		return http.StatusUnauthorized
-	case CodeForbidden:
-		return http.StatusForbidden
-	default:
-		return http.StatusInternalServerError
-	}
-}
 
 // Error is the one error shape of skillhost. It crosses every surface as
 // {"error": {"code", "message", "retryable", "details"}}.

@@ -20,7 +20,7 @@ func (s *searchIndex) replace(skill string, tools []*Tool, e *skillEntry) *searc
 	for _, t := range tools {
 		docs = append(docs, textindex.Doc{
 			Key: t.Name, Skill: t.Skill, Name: t.local, Description: t.Description, Tags: t.Tags,
-			SkillDescription: e.description, Params: textindex.ParamsFromSchema(t.InputSchema),
+			SkillDescription: e.description, Params: textindex.ParamsFromSchema(t.InputSchema), Ref: t,
 		})
 	}
 	return &searchIndex{ix: s.ix.Replace(skill, docs)}
@@ -29,22 +29,20 @@ func (s *searchIndex) replace(skill string, tools []*Tool, e *skillEntry) *searc
 // search ranks text; accept filters a tool and gives its score multiplier
 // (the tag boost). A few more hits than asked are ranked so that the boost
 // can reorder them before the cut.
-func (s *searchIndex) search(snap *Snapshot, text string, limit int, accept func(*Tool) (bool, float64)) []Hit {
-	boosts := map[string]float64{}
-	raw := s.ix.Search(textindex.Query{Text: text, Limit: limit * 2, Accept: func(key string) bool {
-		t, ok := snap.tools[key]
-		if !ok {
-			return false
-		}
+func (s *searchIndex) search(text string, limit int, accept func(*Tool) (bool, float64)) []Hit {
+	boosts := map[*Tool]float64{}
+	raw := s.ix.Search(textindex.Query{Text: text, Limit: limit * 2, Accept: func(h textindex.Hit) bool {
+		t := h.Ref.(*Tool)
 		ok, b := accept(t)
 		if ok {
-			boosts[key] = b
+			boosts[t] = b
 		}
 		return ok
 	}})
 	hits := make([]Hit, 0, len(raw))
 	for _, h := range raw {
-		hits = append(hits, Hit{Tool: snap.tools[h.Key], Score: h.Score * boosts[h.Key]})
+		t := h.Ref.(*Tool)
+		hits = append(hits, Hit{Tool: t, Score: h.Score * boosts[t]})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
 	return hits

@@ -46,9 +46,41 @@ type Permit func(t *Tool) error
 
 // InvokePermitted is Invoke for a caller that may call only the tools permit
 // allows. A nil permit allows every tool.
+//
+// A call made with the context of another call in flight (a skill's nested
+// call, which the loader makes with the context its Backend was given) runs
+// under that call's scope: the permits of every call on its chain apply
+// too, the chain may be at most Config.MaxCallDepth tools long, and a tool
+// already on the chain is refused (forbidden, with the reason "cycle",
+// "depth" or "scope" in the details).
 func (r *Registry) InvokePermitted(ctx context.Context, name string, args []byte, permit Permit) (*Result, error) {
+	return r.invokeFrame(ctx, name, args, permit, nil)
+}
+
+// InvokeAllowed is Invoke for a call that a tool makes (the loader's Host
+// service, for a skill's nested call): allow says what the calling skill
+// itself may call (its manifest's uses) and binds this call alone, unlike a
+// Permit, which also binds every call made beneath it. It is checked on the
+// snapshot the call runs on, after the lookup, and its error is returned
+// as the call's, so a refusal is counted (OnCall, OnNested) like any other.
+func (r *Registry) InvokeAllowed(ctx context.Context, name string, args []byte, allow Permit) (*Result, error) {
+	return r.invokeFrame(ctx, name, args, nil, allow)
+}
+
+func (r *Registry) invokeFrame(ctx context.Context, name string, args []byte, permit, allow Permit) (*Result, error) {
 	start := time.Now()
-	res, err := r.invoke(ctx, name, args, start, permit)
+	parent := frameFrom(ctx)
+	f := &frame{Context: ctx, parent: parent, permit: permit, allow: allow, depth: 1, id: r.ids.next.Add(1), ids: r.ids}
+	if parent != nil {
+		f.depth = parent.depth + 1
+	}
+	res, err := r.invoke(f, name, args, start)
+	if parent != nil && r.cfg.OnNested != nil {
+		r.cfg.OnNested(NestedCall{
+			ID: f.callID(), ParentID: parent.callID(), Caller: parent.tool, Tool: name,
+			Depth: f.depth, Code: CodeOf(err), Duration: time.Since(start),
+		})
+	}
 	if r.cfg.OnCall != nil {
 		// One label per tool: a failed call named skill__tool is counted
 		// under skill.tool, as its successful calls are.
@@ -63,7 +95,11 @@ func (r *Registry) InvokePermitted(ctx context.Context, name string, args []byte
 	return res, err
 }
 
-func (r *Registry) invoke(ctx context.Context, name string, args []byte, start time.Time, permit Permit) (*Result, error) {
+// invoke runs the call whose frame f is, f's context being the caller's.
+// The Backend is given f (under the skill's timeout), so that it carries
+// the call's scope.
+func (r *Registry) invoke(f *frame, name string, args []byte, start time.Time) (*Result, error) {
+	ctx, permit := f.Context, f.permit
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
 	}
@@ -80,6 +116,15 @@ func (r *Registry) invoke(ctx context.Context, name string, args []byte, start t
 				return nil, AsError(err)
 			}
 		}
+		if f.allow != nil {
+			if err := f.allow(t); err != nil {
+				return nil, AsError(err)
+			}
+		}
+		if err := r.checkScope(f.parent, t); err != nil {
+			return nil, err
+		}
+		f.tool = t.Name // before f is shared with the backend; the same name on every attempt
 		sk := t.skill
 		if !sk.available.Load() {
 			return nil, Errorf(CodeSkillUnavailable, "skill %s@%s is restarting after a crash; retry shortly", sk.name, sk.version).
@@ -116,7 +161,7 @@ func (r *Registry) invoke(ctx context.Context, name string, args []byte, start t
 			}
 			continue
 		}
-		res, err := r.call(ctx, t, args)
+		res, err := r.call(f, t, args)
 		sk.backend.Release()
 		sk.inflight.n.Add(-1)
 		if err != nil {

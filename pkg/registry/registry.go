@@ -2,7 +2,8 @@ package registry
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ type skillEntry struct {
 	limits                     Limits
 	backend                    Backend
 	tools                      []*Tool
+	byName                     map[string]*Tool // tools by their name within the skill; set before publication
 
 	available atomic.Bool // false while the instance restarts after a crash
 	inflight  *counter
@@ -42,9 +44,8 @@ func (c *counter) tryAdd(max int) bool {
 // the length of one request so that a request sees one consistent tool set.
 type Snapshot struct {
 	gen    uint64
-	skills map[string]*skillEntry
-	tools  map[string]*Tool // by qualified name
-	sorted []*Tool          // by qualified name, for stable listings
+	skills map[string]*skillEntry // tools are found through their skill (see Tool)
+	sorted []*Tool                // by qualified name, for stable listings
 	absent map[string]string
 	index  *searchIndex
 	rerank Reranker
@@ -59,16 +60,21 @@ func (s *Snapshot) Tools() []*Tool { return s.sorted }
 // Len is the number of registered tools.
 func (s *Snapshot) Len() int { return len(s.sorted) }
 
-// Tool looks a tool up by "skill.tool" or "skill__tool".
+// Tool looks a tool up by "skill.tool" or "skill__tool". Tools are found
+// through their skill's own map, so that a publish copies the map of
+// skills, not one of every tool.
 func (s *Snapshot) Tool(name string) (*Tool, bool) {
-	if t, ok := s.tools[name]; ok {
-		return t, true
+	skill, tool, ok := strings.Cut(name, ".")
+	if !ok {
+		if skill, tool, ok = strings.Cut(name, "__"); !ok {
+			return nil, false
+		}
 	}
-	skill, tool, err := SplitName(name)
-	if err != nil {
+	e, ok := s.skills[skill]
+	if !ok {
 		return nil, false
 	}
-	t, ok := s.tools[Qualified(skill, tool)]
+	t, ok := e.byName[tool]
 	return t, ok
 }
 
@@ -111,6 +117,14 @@ type Config struct {
 	// OnCall is called after every Invoke with the tool's name, the error
 	// code ("" on success) and the duration, for metrics. It must be cheap.
 	OnCall func(tool string, code Code, d time.Duration)
+	// OnNested is called after every call made from inside another (a
+	// skill calling a tool through the host), after OnCall, with the ids
+	// that tie it to its parent, for logs, events and metrics. It must be
+	// cheap.
+	OnNested func(NestedCall)
+	// MaxCallDepth bounds how many tools one chain of nested calls may
+	// hold; zero means DefaultMaxCallDepth.
+	MaxCallDepth int
 	// Rerank, when set, reorders the best text hits of every search.
 	Rerank Reranker
 }
@@ -125,15 +139,17 @@ type Registry struct {
 	// changed is closed and replaced on every publication, so a caller
 	// whose lease failed can wait for the next snapshot.
 	changed atomic.Pointer[chan struct{}]
+
+	ids *callIDs // numbers every call, for CallID
 }
 
 // New returns an empty registry.
 func New(cfg Config) *Registry {
-	r := &Registry{cfg: cfg}
+	r := &Registry{cfg: cfg, ids: newCallIDs()}
 	ch := make(chan struct{})
 	r.changed.Store(&ch)
 	r.cur.Store(&Snapshot{
-		skills: map[string]*skillEntry{}, tools: map[string]*Tool{},
+		skills: map[string]*skillEntry{},
 		absent: map[string]string{}, index: newSearchIndex(), rerank: cfg.Rerank,
 	})
 	return r
@@ -230,60 +246,35 @@ func (r *Registry) publish(next *Snapshot, c Change) {
 func (r *Registry) Changed() <-chan struct{} { return *r.changed.Load() }
 
 // with returns a copy of s in which skill is served by e (nil removes it,
-// remembering reason).
+// remembering reason). It costs the skill's own tools plus a copy of the
+// skill map and of the sorted pointer list: nothing per tool of the other
+// skills, so a publish stays cheap at 10,000 tools.
 func (s *Snapshot) with(skill string, e *skillEntry, reason string) *Snapshot {
 	next := &Snapshot{
 		gen:    s.gen + 1,
-		skills: make(map[string]*skillEntry, len(s.skills)+1),
-		tools:  make(map[string]*Tool, len(s.tools)+8),
-		absent: make(map[string]string, len(s.absent)),
+		skills: maps.Clone(s.skills),
+		absent: maps.Clone(s.absent),
 		rerank: s.rerank,
 	}
-	for k, v := range s.skills {
-		if k != skill {
-			next.skills[k] = v
-		}
-	}
-	for k, v := range s.absent {
-		if k != skill {
-			next.absent[k] = v
-		}
-	}
+	delete(next.skills, skill)
+	delete(next.absent, skill)
+	var tools []*Tool
 	if e != nil {
+		tools = e.tools
+		e.byName = make(map[string]*Tool, len(tools))
+		for _, t := range tools {
+			e.byName[t.local] = t
+		}
 		next.skills[skill] = e
 	} else if reason != "" {
 		next.absent[skill] = reason
 	}
-	prefix := skill + "."
-	for k, t := range s.tools {
-		if !strings.HasPrefix(k, prefix) {
-			next.tools[k] = t
-		}
-	}
-	var tools []*Tool
-	if e != nil {
-		tools = e.tools
-		for _, t := range e.tools {
-			next.tools[t.Name] = t
-		}
-	}
-	// The other skills' tools are already in order: merge the new ones in
-	// rather than sorting everything again (a swap at 10,000 tools).
-	added := append([]*Tool(nil), tools...)
-	sort.Slice(added, func(i, j int) bool { return added[i].Name < added[j].Name })
-	next.sorted = make([]*Tool, 0, len(next.tools))
-	ai := 0
-	for _, t := range s.sorted {
-		if strings.HasPrefix(t.Name, prefix) {
-			continue
-		}
-		for ai < len(added) && added[ai].Name < t.Name {
-			next.sorted = append(next.sorted, added[ai])
-			ai++
-		}
-		next.sorted = append(next.sorted, t)
-	}
-	next.sorted = append(next.sorted, added[ai:]...)
+	// A skill's tools are one run of the sorted list (they share the prefix
+	// "skill."): cut the old run out and put the new one in its place.
+	lo, _ := slices.BinarySearchFunc(s.sorted, skill+".", func(t *Tool, k string) int { return strings.Compare(t.Name, k) })
+	hi, _ := slices.BinarySearchFunc(s.sorted, skill+"/", func(t *Tool, k string) int { return strings.Compare(t.Name, k) })
+	added := slices.SortedFunc(slices.Values(tools), func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	next.sorted = slices.Concat(s.sorted[:lo], added, s.sorted[hi:])
 	next.index = s.index.replace(skill, tools, e)
 	return next
 }

@@ -149,7 +149,7 @@ func TestOverloaded(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := r.Invoke(context.Background(), "calc.add", []byte(`{"n":1}`))
-	if CodeOf(err) != CodeOverloaded || CodeOverloaded.HTTPStatus() != 429 {
+	if CodeOf(err) != CodeOverloaded {
 		t.Fatalf("err = %v", err)
 	}
 	close(release)

@@ -2,19 +2,16 @@ package registry
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"strings"
 )
 
-// Query selects tools for a request.
+// Query selects tools for a request: the tools that pass the filter,
+// ranked by the text.
 type Query struct {
-	Text     string   // free text, ranked
-	Tags     []string // filter: tools with any of these tags (all of them with MatchAll)
-	MatchAll bool
-	Skills   []string // filter: only these skills
-	ReadOnly bool     // filter: only tools annotated read-only
-	Limit    int      // <= 0 means DefaultLimit; capped at MaxLimit
+	Text string // free text, ranked
+	Filter
+	Limit int // <= 0 means DefaultLimit; capped at MaxLimit
 }
 
 // Hit is a ranked tool.
@@ -60,27 +57,12 @@ func (s *Snapshot) SearchContext(ctx context.Context, q Query) []Hit {
 	if limit > MaxLimit {
 		limit = MaxLimit
 	}
-	tags := normTags(q.Tags)
+	f := q.Filter.lower()
 	accept := func(t *Tool) (bool, int) {
 		if !t.skill.available.Load() {
 			return false, 0
 		}
-		if q.ReadOnly && !t.Annotations.ReadOnly {
-			return false, 0
-		}
-		if len(q.Skills) > 0 && !slices.Contains(q.Skills, t.Skill) {
-			return false, 0
-		}
-		matched := 0
-		for _, tag := range tags {
-			if slices.Contains(t.Tags, tag) {
-				matched++
-			}
-		}
-		if len(tags) > 0 && (matched == 0 || (q.MatchAll && matched < len(tags))) {
-			return false, 0
-		}
-		return true, matched
+		return f.match(t)
 	}
 	var hits []Hit
 	if strings.TrimSpace(q.Text) == "" {
@@ -95,7 +77,7 @@ func (s *Snapshot) SearchContext(ctx context.Context, q Query) []Hit {
 		if s.rerank != nil {
 			pool = max(limit, rerankPool)
 		}
-		hits = s.index.search(s, q.Text, pool, func(t *Tool) (bool, float64) {
+		hits = s.index.search(q.Text, pool, func(t *Tool) (bool, float64) {
 			ok, matched := accept(t)
 			return ok, 1 + tagBoost*float64(matched)
 		})

@@ -146,7 +146,12 @@ func BenchmarkSearch10k(b *testing.B) {
 // BenchmarkPutOneSkill10k publishes a changed version of one 20-tool skill
 // into a registry of 10,000+ tools: validation and schema compilation, the
 // snapshot copy, the index update and the swap, as a hot reload does.
-// Target: ≤ 20 ms.
+// Target: p99 ≤ 20 ms. It reports the wall-clock p50 and p99 of one
+// publish, and the same of the CPU time the publishing thread spent
+// (cpu-p50-ms, cpu-p99-ms; Linux only): on a shared machine the wall clock
+// also counts time waiting for a core, the thread's CPU time does not. GC
+// assists run on the publishing thread and are counted; background marking
+// is not.
 func BenchmarkPutOneSkill10k(b *testing.B) {
 	cat, _ := loadBenchCatalog(b)
 	reg := New(Config{})
@@ -162,21 +167,28 @@ func BenchmarkPutOneSkill10k(b *testing.B) {
 	if _, err := reg.Put(versions[0]); err != nil {
 		b.Fatal(err)
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	lat := make([]time.Duration, 0, 1024)
+	cpu := make([]time.Duration, 0, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 1
 	for b.Loop() {
-		start := time.Now()
+		start, startCPU := time.Now(), threadCPU()
 		if _, err := reg.Put(versions[i%2]); err != nil {
 			b.Fatal(err)
 		}
+		cpu = append(cpu, threadCPU()-startCPU)
 		lat = append(lat, time.Since(start))
 		i++
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(percentileDur(lat, 0.50).Microseconds())/1e3, "p50-ms")
-	b.ReportMetric(float64(percentileDur(lat, 0.99).Microseconds())/1e3, "p99-ms")
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	b.ReportMetric(ms(percentileDur(lat, 0.50)), "p50-ms")
+	b.ReportMetric(ms(percentileDur(lat, 0.99)), "p99-ms")
+	b.ReportMetric(ms(percentileDur(cpu, 0.50)), "cpu-p50-ms")
+	b.ReportMetric(ms(percentileDur(cpu, 0.99)), "cpu-p99-ms")
 	b.ReportMetric(float64(reg.Snapshot().Len()), "tools")
 }
 

@@ -51,14 +51,14 @@ func TestSearchFilters(t *testing.T) {
 	}{
 		{"text ranks the best match first", Query{Text: "convert 5 miles to km"}, nil},
 		{"chinese text", Query{Text: "查询报销制度", Limit: 1}, []string{"policy.search_policies"}},
-		{"tags match any, more matched tags first", Query{Tags: []string{"hr", "admin"}},
+		{"tags match any, more matched tags first", Query{Filter: Filter{Tags: []string{"hr", "admin"}}},
 			[]string{"tickets.open_ticket", "policy.search_policies", "policy.update_policy"}},
-		{"tags match all", Query{Tags: []string{"hr", "admin"}, MatchAll: true}, []string{"tickets.open_ticket"}},
-		{"tags are case-insensitive", Query{Tags: []string{"MATH"}, MatchAll: true}, []string{"calc.convert_units", "calc.evaluate"}},
-		{"read-only only", Query{Text: "policy", ReadOnly: true}, []string{"policy.search_policies"}},
-		{"skills filter", Query{Text: "policy", Skills: []string{"tickets"}}, []string{"tickets.open_ticket"}},
-		{"text within tags", Query{Text: "policy clause", Tags: []string{"admin"}}, []string{"policy.update_policy", "tickets.open_ticket"}},
-		{"limit", Query{Tags: []string{"math", "policy", "hr"}, Limit: 2}, nil},
+		{"tags match all", Query{Filter: Filter{Tags: []string{"hr", "admin"}, MatchAll: true}}, []string{"tickets.open_ticket"}},
+		{"tags are case-insensitive", Query{Filter: Filter{Tags: []string{"MATH"}, MatchAll: true}}, []string{"calc.convert_units", "calc.evaluate"}},
+		{"read-only only", Query{Text: "policy", Filter: Filter{ReadOnly: true}}, []string{"policy.search_policies"}},
+		{"skills filter", Query{Text: "policy", Filter: Filter{Skills: []string{"tickets"}}}, []string{"tickets.open_ticket"}},
+		{"text within tags", Query{Text: "policy clause", Filter: Filter{Tags: []string{"admin"}}}, []string{"policy.update_policy", "tickets.open_ticket"}},
+		{"limit", Query{Filter: Filter{Tags: []string{"math", "policy", "hr"}}, Limit: 2}, nil},
 		{"no match", Query{Text: "zebra"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,10 +90,10 @@ func TestSearchTagBoostReorders(t *testing.T) {
 		{Name: "alpha", Description: desc, Tags: []string{"orders"}, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		{Name: "beta", Description: desc, Tags: []string{"orders", "support"}, InputSchema: json.RawMessage(`{"type":"object"}`)},
 	}})
-	if got := names(r.Snapshot().Search(Query{Text: "look up order", Tags: []string{"orders"}})); !slices.Equal(got, []string{"shop.alpha", "shop.beta"}) {
+	if got := names(r.Snapshot().Search(Query{Text: "look up order", Filter: Filter{Tags: []string{"orders"}}})); !slices.Equal(got, []string{"shop.alpha", "shop.beta"}) {
 		t.Fatalf("one tag: %v", got)
 	}
-	hits := r.Snapshot().Search(Query{Text: "look up order", Tags: []string{"orders", "support"}})
+	hits := r.Snapshot().Search(Query{Text: "look up order", Filter: Filter{Tags: []string{"orders", "support"}}})
 	if got := names(hits); !slices.Equal(got, []string{"shop.beta", "shop.alpha"}) {
 		t.Fatalf("two tags: %v", got)
 	}
@@ -119,7 +119,7 @@ func TestSearchDefaultLimitAndUnavailable(t *testing.T) {
 	if !slices.Equal(got, []string{"other.lookup"}) {
 		t.Fatalf("an unavailable skill's tools were offered: %v", got)
 	}
-	if got := names(r.Snapshot().Search(Query{Tags: []string{"t-many"}})); len(got) != 0 {
+	if got := names(r.Snapshot().Search(Query{Filter: Filter{Tags: []string{"t-many"}}})); len(got) != 0 {
 		t.Fatalf("an unavailable skill's tools were offered by tag: %v", got)
 	}
 }

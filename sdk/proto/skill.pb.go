@@ -311,7 +311,17 @@ type InvokeRequest struct {
 	// timer of its own: the host cancels the call when the time is up. A
 	// gRPC deadline would make both sides arm a timer per call, which cost
 	// a tenth of the throughput with 64 callers.
-	TimeoutNs     int64 `protobuf:"varint,3,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	TimeoutNs int64 `protobuf:"varint,3,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	// host_broker_id is the GRPCBroker id of the Host service; 0 when the host
+	// serves none to this skill (its manifest declares no "uses").
+	HostBrokerId uint32 `protobuf:"varint,4,opt,name=host_broker_id,json=hostBrokerId,proto3" json:"host_broker_id,omitempty"`
+	// call_token names this call to the Host service: a nested call sends it
+	// back so the host knows which running call asks. It is meaningful only
+	// on this connection and only while the call runs.
+	CallToken uint64 `protobuf:"varint,5,opt,name=call_token,json=callToken,proto3" json:"call_token,omitempty"`
+	// call_id is the host's id of this call, for the skill's logs; a nested
+	// call's parent_call_id in the host's logs and events.
+	CallId        string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -365,6 +375,27 @@ func (x *InvokeRequest) GetTimeoutNs() int64 {
 		return x.TimeoutNs
 	}
 	return 0
+}
+
+func (x *InvokeRequest) GetHostBrokerId() uint32 {
+	if x != nil {
+		return x.HostBrokerId
+	}
+	return 0
+}
+
+func (x *InvokeRequest) GetCallToken() uint64 {
+	if x != nil {
+		return x.CallToken
+	}
+	return 0
+}
+
+func (x *InvokeRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
 }
 
 type InvokeResponse struct {
@@ -482,6 +513,193 @@ func (x *ToolError) GetRetryable() bool {
 	return false
 }
 
+type CallToolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_token is InvokeRequest.call_token of the running call that asks.
+	CallToken uint64 `protobuf:"varint,1,opt,name=call_token,json=callToken,proto3" json:"call_token,omitempty"`
+	// tool is the qualified name of the tool to call: skill.tool.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// arguments is a JSON object.
+	Arguments     []byte `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolRequest) Reset() {
+	*x = CallToolRequest{}
+	mi := &file_skill_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolRequest) ProtoMessage() {}
+
+func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_skill_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
+func (*CallToolRequest) Descriptor() ([]byte, []int) {
+	return file_skill_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CallToolRequest) GetCallToken() uint64 {
+	if x != nil {
+		return x.CallToken
+	}
+	return 0
+}
+
+func (x *CallToolRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetArguments() []byte {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+type CallToolResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// result is JSON; empty when error is set.
+	Result        []byte     `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *HostError `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolResponse) Reset() {
+	*x = CallToolResponse{}
+	mi := &file_skill_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolResponse) ProtoMessage() {}
+
+func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skill_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
+func (*CallToolResponse) Descriptor() ([]byte, []int) {
+	return file_skill_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CallToolResponse) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetError() *HostError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// HostError is the host's error shape ({"code", "message", "retryable",
+// "details"}), as every other caller of the host sees it.
+type HostError struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Code      string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message   string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Retryable bool                   `protobuf:"varint,3,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	// details is a JSON object, or empty.
+	Details       []byte `protobuf:"bytes,4,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostError) Reset() {
+	*x = HostError{}
+	mi := &file_skill_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostError) ProtoMessage() {}
+
+func (x *HostError) ProtoReflect() protoreflect.Message {
+	mi := &file_skill_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostError.ProtoReflect.Descriptor instead.
+func (*HostError) Descriptor() ([]byte, []int) {
+	return file_skill_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *HostError) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *HostError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *HostError) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
+}
+
+func (x *HostError) GetDetails() []byte {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_skill_proto protoreflect.FileDescriptor
 
 const file_skill_proto_rawDesc = "" +
@@ -510,22 +728,41 @@ const file_skill_proto_rawDesc = "" +
 	"idempotent\x18\x03 \x01(\bR\n" +
 	"idempotent\x12\x1d\n" +
 	"\n" +
-	"open_world\x18\x04 \x01(\bR\topenWorld\"`\n" +
+	"open_world\x18\x04 \x01(\bR\topenWorld\"\xbe\x01\n" +
 	"\rInvokeRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\fR\targuments\x12\x1d\n" +
 	"\n" +
-	"timeout_ns\x18\x03 \x01(\x03R\ttimeoutNs\"]\n" +
+	"timeout_ns\x18\x03 \x01(\x03R\ttimeoutNs\x12$\n" +
+	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12\x1d\n" +
+	"\n" +
+	"call_token\x18\x05 \x01(\x04R\tcallToken\x12\x17\n" +
+	"\acall_id\x18\x06 \x01(\tR\x06callId\"]\n" +
 	"\x0eInvokeResponse\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\fR\x06result\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1d.skillhost.skill.v1.ToolErrorR\x05error\"W\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable2\xaf\x01\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable\"b\n" +
+	"\x0fCallToolRequest\x12\x1d\n" +
+	"\n" +
+	"call_token\x18\x01 \x01(\x04R\tcallToken\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\fR\targuments\"_\n" +
+	"\x10CallToolResponse\x12\x16\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\x123\n" +
+	"\x05error\x18\x02 \x01(\v2\x1d.skillhost.skill.v1.HostErrorR\x05error\"q\n" +
+	"\tHostError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable\x12\x18\n" +
+	"\adetails\x18\x04 \x01(\fR\adetails2\xaf\x01\n" +
 	"\x05Skill\x12U\n" +
 	"\bDescribe\x12#.skillhost.skill.v1.DescribeRequest\x1a$.skillhost.skill.v1.DescribeResponse\x12O\n" +
-	"\x06Invoke\x12!.skillhost.skill.v1.InvokeRequest\x1a\".skillhost.skill.v1.InvokeResponseB2Z0github.com/skillhost/skillhost/sdk/proto;skillpbb\x06proto3"
+	"\x06Invoke\x12!.skillhost.skill.v1.InvokeRequest\x1a\".skillhost.skill.v1.InvokeResponse2]\n" +
+	"\x04Host\x12U\n" +
+	"\bCallTool\x12#.skillhost.skill.v1.CallToolRequest\x1a$.skillhost.skill.v1.CallToolResponseB2Z0github.com/skillhost/skillhost/sdk/proto;skillpbb\x06proto3"
 
 var (
 	file_skill_proto_rawDescOnce sync.Once
@@ -539,7 +776,7 @@ func file_skill_proto_rawDescGZIP() []byte {
 	return file_skill_proto_rawDescData
 }
 
-var file_skill_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_skill_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_skill_proto_goTypes = []any{
 	(*DescribeRequest)(nil),  // 0: skillhost.skill.v1.DescribeRequest
 	(*DescribeResponse)(nil), // 1: skillhost.skill.v1.DescribeResponse
@@ -548,20 +785,26 @@ var file_skill_proto_goTypes = []any{
 	(*InvokeRequest)(nil),    // 4: skillhost.skill.v1.InvokeRequest
 	(*InvokeResponse)(nil),   // 5: skillhost.skill.v1.InvokeResponse
 	(*ToolError)(nil),        // 6: skillhost.skill.v1.ToolError
+	(*CallToolRequest)(nil),  // 7: skillhost.skill.v1.CallToolRequest
+	(*CallToolResponse)(nil), // 8: skillhost.skill.v1.CallToolResponse
+	(*HostError)(nil),        // 9: skillhost.skill.v1.HostError
 }
 var file_skill_proto_depIdxs = []int32{
 	2, // 0: skillhost.skill.v1.DescribeResponse.tools:type_name -> skillhost.skill.v1.Tool
 	3, // 1: skillhost.skill.v1.Tool.annotations:type_name -> skillhost.skill.v1.Annotations
 	6, // 2: skillhost.skill.v1.InvokeResponse.error:type_name -> skillhost.skill.v1.ToolError
-	0, // 3: skillhost.skill.v1.Skill.Describe:input_type -> skillhost.skill.v1.DescribeRequest
-	4, // 4: skillhost.skill.v1.Skill.Invoke:input_type -> skillhost.skill.v1.InvokeRequest
-	1, // 5: skillhost.skill.v1.Skill.Describe:output_type -> skillhost.skill.v1.DescribeResponse
-	5, // 6: skillhost.skill.v1.Skill.Invoke:output_type -> skillhost.skill.v1.InvokeResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	9, // 3: skillhost.skill.v1.CallToolResponse.error:type_name -> skillhost.skill.v1.HostError
+	0, // 4: skillhost.skill.v1.Skill.Describe:input_type -> skillhost.skill.v1.DescribeRequest
+	4, // 5: skillhost.skill.v1.Skill.Invoke:input_type -> skillhost.skill.v1.InvokeRequest
+	7, // 6: skillhost.skill.v1.Host.CallTool:input_type -> skillhost.skill.v1.CallToolRequest
+	1, // 7: skillhost.skill.v1.Skill.Describe:output_type -> skillhost.skill.v1.DescribeResponse
+	5, // 8: skillhost.skill.v1.Skill.Invoke:output_type -> skillhost.skill.v1.InvokeResponse
+	8, // 9: skillhost.skill.v1.Host.CallTool:output_type -> skillhost.skill.v1.CallToolResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_skill_proto_init() }
@@ -575,9 +818,9 @@ func file_skill_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skill_proto_rawDesc), len(file_skill_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_skill_proto_goTypes,
 		DependencyIndexes: file_skill_proto_depIdxs,

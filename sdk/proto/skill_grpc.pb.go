@@ -170,3 +170,125 @@ var Skill_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "skill.proto",
 }
+
+const (
+	Host_CallTool_FullMethodName = "/skillhost.skill.v1.Host/CallTool"
+)
+
+// HostClient is the client API for Host service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Host is served by the host to a skill whose manifest declares "uses", over
+// go-plugin's GRPCBroker on the skill's own connection (broker multiplexing:
+// no new listener, the connection's mutual TLS on each brokered stream). The
+// skill dials it by InvokeRequest.host_broker_id while a call is running.
+type HostClient interface {
+	// CallTool calls another hosted tool on behalf of the running call named
+	// by call_token, under that call's scope: its caller's permissions, its
+	// remaining deadline, the depth limit and the call chain (cycles are
+	// refused). Refusals and failures are CallToolResponse.error, never a
+	// gRPC status, so the skill sees the host's error code.
+	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
+}
+
+type hostClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewHostClient(cc grpc.ClientConnInterface) HostClient {
+	return &hostClient{cc}
+}
+
+func (c *hostClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallToolResponse)
+	err := c.cc.Invoke(ctx, Host_CallTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HostServer is the server API for Host service.
+// All implementations must embed UnimplementedHostServer
+// for forward compatibility.
+//
+// Host is served by the host to a skill whose manifest declares "uses", over
+// go-plugin's GRPCBroker on the skill's own connection (broker multiplexing:
+// no new listener, the connection's mutual TLS on each brokered stream). The
+// skill dials it by InvokeRequest.host_broker_id while a call is running.
+type HostServer interface {
+	// CallTool calls another hosted tool on behalf of the running call named
+	// by call_token, under that call's scope: its caller's permissions, its
+	// remaining deadline, the depth limit and the call chain (cycles are
+	// refused). Refusals and failures are CallToolResponse.error, never a
+	// gRPC status, so the skill sees the host's error code.
+	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
+	mustEmbedUnimplementedHostServer()
+}
+
+// UnimplementedHostServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedHostServer struct{}
+
+func (UnimplementedHostServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
+func (UnimplementedHostServer) testEmbeddedByValue()              {}
+
+// UnsafeHostServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to HostServer will
+// result in compilation errors.
+type UnsafeHostServer interface {
+	mustEmbedUnimplementedHostServer()
+}
+
+func RegisterHostServer(s grpc.ServiceRegistrar, srv HostServer) {
+	// If the following call pancis, it indicates UnimplementedHostServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Host_ServiceDesc, srv)
+}
+
+func _Host_CallTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CallToolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).CallTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_CallTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).CallTool(ctx, req.(*CallToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Host_ServiceDesc is the grpc.ServiceDesc for Host service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Host_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skillhost.skill.v1.Host",
+	HandlerType: (*HostServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CallTool",
+			Handler:    _Host_CallTool_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "skill.proto",
+}

@@ -19,7 +19,7 @@ import (
 	"github.com/skillhost/skillhost/internal/testenv"
 )
 
-var examplesActive = map[string]string{"calc": "1.0.0", "policy": "1.0.0", "textkit": "1.0.0"}
+var examplesActive = map[string]string{"calc": "1.0.0", "policy": "1.0.0", "policyassist": "1.0.0", "textkit": "1.0.0"}
 
 // TestConsoleSkillsAndActions loads the page against the example skills,
 // checks the table against the API, and disables and enables a skill from
@@ -48,10 +48,13 @@ func TestConsoleSkillsAndActions(t *testing.T) {
 			t.Errorf("%s: uptime %q", s.Name, up)
 		}
 	}
-	p.wait(10*time.Second, "the timeline lists the start-ups", `document.querySelectorAll('#timeline li[data-kind="up"]').length === 3`)
-	p.wait(10*time.Second, "every tool listed", `document.querySelectorAll('#tool-list li[data-tool]').length === 8`)
-	if s := eval[string](p, `document.getElementById('summary').textContent`); s != "3 skills · 8 tools" {
+	p.wait(10*time.Second, "the timeline lists the start-ups", `document.querySelectorAll('#timeline li[data-kind="up"]').length === 5`)
+	p.wait(10*time.Second, "every tool listed", `document.querySelectorAll('#tool-list li[data-tool]').length === 10`)
+	if s := eval[string](p, `document.getElementById('summary').textContent`); s != "5 skills · 10 tools" {
 		t.Errorf("summary = %q", s)
+	}
+	if uses := eval[string](p, row("policyassist")+`.querySelector('td.name .uses').textContent`); uses != "calls calc.evaluate, policy.search_policies" {
+		t.Errorf("policyassist's uses on the page: %q", uses)
 	}
 	p.screenshot("overview")
 
@@ -69,7 +72,7 @@ func TestConsoleSkillsAndActions(t *testing.T) {
 		return r.dataset.disabled === 'true' && r.dataset.active === '' && r.querySelector('.badge.s-disabled')
 			&& r.querySelector('button[data-action="enable"]') && r.querySelector('td.others .version[data-version="1.0.0"]'); })()`)
 	p.wait(10*time.Second, "textkit stopped", row("textkit")+`.querySelector('td.others .version[data-state="stopped"]')`)
-	p.wait(10*time.Second, "textkit's tools gone from the list", `document.querySelectorAll('#tool-list li[data-tool]').length === 4 && !document.querySelector('#tool-list li[data-tool^="textkit."]')`)
+	p.wait(10*time.Second, "textkit's tools gone from the list", `document.querySelectorAll('#tool-list li[data-tool]').length === 6 && !document.querySelector('#tool-list li[data-tool^="textkit."]')`)
 	p.wait(10*time.Second, "the drain on the timeline", `document.querySelector('#timeline li[data-skill="textkit"][data-kind="drain"]')`)
 	if !eval[bool](p, row("calc")+`.querySelector('button[data-action="disable"]').__kept === true`) {
 		t.Error("calc's row was rebuilt while textkit changed")

@@ -41,7 +41,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/skills", nil)
 	json.Unmarshal(body, &skills)
-	if len(skills.Skills) != 3 {
+	if len(skills.Skills) != 5 {
 		t.Fatalf("skills = %s", body)
 	}
 	for _, s := range skills.Skills {
@@ -65,11 +65,11 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/tools", nil)
 	json.Unmarshal(body, &tools)
-	if len(tools.Tools) != 8 {
+	if len(tools.Tools) != 10 {
 		t.Fatalf("tools = %s", body)
 	}
 	_, body = d.Do(t, "GET", "/v1/tools?read_only=true", nil)
-	if n := strings.Count(string(body), `"llm_name"`); n != 8 {
+	if n := strings.Count(string(body), `"llm_name"`); n != 10 {
 		t.Errorf("a filter with no text must list every match, got %d tools", n)
 	}
 	for _, name := range []string{"calc.evaluate", "calc__evaluate"} {
@@ -94,6 +94,15 @@ func TestAPIEndToEnd(t *testing.T) {
 	code, body = d.Do(t, "POST", "/v1/tools/textkit__count/invoke", `{"arguments":{"text":"汉字 and words"}}`)
 	if code != 200 || !strings.Contains(string(body), `"words":4`) {
 		t.Errorf("textkit count = %d %s", code, body)
+	}
+	// A skill that calls other hosted tools (policy, then calc) through
+	// the host, as its uses allow, and shows them in /v1/skills.
+	code, body = d.Do(t, "POST", "/v1/tools/policyassist.lodging_allowance/invoke", `{"arguments":{"city":"上海","nights":3,"grade":"director"}}`)
+	if code != 200 || !strings.Contains(string(body), `"amount":2340`) || !strings.Contains(string(body), `《差旅报销制度》第五条`) {
+		t.Errorf("policyassist = %d %s", code, body)
+	}
+	if _, body = d.Do(t, "GET", "/v1/skills/policyassist", nil); !strings.Contains(string(body), `"uses":["calc.evaluate","policy.search_policies"]`) {
+		t.Errorf("policyassist's uses are not in /v1/skills: %s", body)
 	}
 	// A skill's own refusal.
 	code, body = d.Do(t, "POST", "/v1/tools/calc.evaluate/invoke", `{"arguments":{"expression":"1/0"}}`)
@@ -526,8 +535,8 @@ func TestSIGKILLOfHostTakesSkillsDown(t *testing.T) {
 	}
 	json.Unmarshal(body, &sp)
 	pids = append(pids, sp.Result.PID)
-	if len(pids) < 5 {
-		t.Fatalf("expected 4 skills and a grandchild, got %v", pids)
+	if len(pids) < 7 {
+		t.Fatalf("expected 6 skills (the 5 examples and svc) and a grandchild, got %v", pids)
 	}
 	d.Kill()
 	if !testenv.WaitFor(2*time.Second, func() bool {

@@ -16,7 +16,7 @@ func newSkill() *sdk.Skill {
 
 	sdk.Tool(s, "evaluate",
 		"Calculate: evaluate an arithmetic expression such as (2+3)*4, 2^10 % 7, sqrt(2) or max(3, 4.5) * pi and return the number; "+
-			"add, subtract, multiply (times), divide, percentages and powers (计算 加 减 乘 除). "+
+			"add (plus), subtract (minus), multiply (times), divide (divided by), percentages and powers (计算 加 减 乘 除). "+
 			"Operators: + - * / % ^ (power, right-associative), unary minus, parentheses. "+
 			"Functions: sqrt abs round floor ceil sin cos tan log (base 10, or log(x, base)) ln exp min max; constants pi, e. "+
 			"Angles are in radians unless angle_unit is deg. Use this instead of doing arithmetic in your head.",

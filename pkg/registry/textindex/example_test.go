@@ -34,9 +34,11 @@ func Example() {
 func ExampleTokenize() {
 	fmt.Println(textindex.Tokenize("getUserID by snake_case"))
 	fmt.Println(textindex.Tokenize("查询报销"))
+	fmt.Println(textindex.Tokenize("what is 17*23+4? (not 2023-04-27)"))
 	// Output:
 	// [get user id snake case]
 	// [查 询 报 销 查询 询报 报销]
+	// [time plu]
 }
 
 func ExampleParamsFromSchema() {

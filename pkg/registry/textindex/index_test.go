@@ -112,22 +112,29 @@ func TestSearchTiesByKey(t *testing.T) {
 }
 
 func TestSearchAccept(t *testing.T) {
-	ix := New(testDocs())
+	docs := testDocs()
+	for i := range docs {
+		docs[i].Ref = "ref:" + docs[i].Key
+	}
+	ix := New(docs)
 	var calls int
-	hits := ix.Search(Query{Text: "weather city", Accept: func(k string) bool {
+	hits := ix.Search(Query{Text: "weather city", Accept: func(h Hit) bool {
 		calls++
-		return k != "weather.get_forecast"
+		if h.Ref != "ref:"+h.Key {
+			t.Errorf("Accept got %s with Ref %v", h.Key, h.Ref)
+		}
+		return h.Key != "weather.get_forecast"
 	}})
 	if slices.Contains(keys(hits), "weather.get_forecast") {
 		t.Errorf("rejected key returned: %v", hits)
 	}
-	if len(hits) == 0 || hits[0].Key != "weather.current" {
-		t.Errorf("hits = %v, want weather.current first", hits)
+	if len(hits) == 0 || hits[0].Key != "weather.current" || hits[0].Ref != "ref:weather.current" {
+		t.Errorf("hits = %v, want weather.current (with its Ref) first", hits)
 	}
 	if calls == 0 {
 		t.Error("Accept never called")
 	}
-	if hits := ix.Search(Query{Text: "weather", Accept: func(string) bool { return false }}); len(hits) != 0 {
+	if hits := ix.Search(Query{Text: "weather", Accept: func(Hit) bool { return false }}); len(hits) != 0 {
 		t.Errorf("reject-all returned %v", hits)
 	}
 }
@@ -208,29 +215,98 @@ func TestReplaceMatchesNew(t *testing.T) {
 				Name: randText(2), Description: randText(6), Tags: []string{randText(1)},
 				Params: []Param{{Name: randText(1), Description: randText(3)}}})
 		}
-		ix = ix.Replace(skill, docs)
-		if len(docs) == 0 {
-			delete(skills, skill)
-		} else {
-			skills[skill] = docs
-		}
 		var all []Doc
-		for _, d := range skills {
-			all = append(all, d...)
-		}
+		ix, all = replaceBoth(ix, skills, skill, docs)
 		fresh := New(all)
 		if ix.Len() != fresh.Len() {
 			t.Fatalf("step %d: Len %d, fresh %d", step, ix.Len(), fresh.Len())
 		}
-		q := Query{Text: randText(3), Limit: 1000}
-		got, want := ix.Search(q), fresh.Search(q)
-		if len(got) != len(want) {
-			t.Fatalf("step %d %q: %d hits, fresh %d", step, q.Text, len(got), len(want))
+		sameHits(t, step, Query{Text: randText(3), Limit: 1000}, ix, fresh)
+	}
+}
+
+// TestReplaceManyBlocks drives posting lists past several blocks (one
+// term in every document) through random replacements, removals and slot
+// reuse, and checks them against an index built from scratch, and the
+// block invariants that Search and Replace rely on.
+func TestReplaceManyBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	skills := map[string][]Doc{}
+	ix := New(nil)
+	for step := range 120 {
+		skill := fmt.Sprintf("s%d", rng.IntN(40))
+		var docs []Doc
+		for i := range rng.IntN(30) {
+			docs = append(docs, Doc{Key: fmt.Sprintf("%s.t%d_%d", skill, step, i), Skill: skill,
+				Name: fmt.Sprintf("weather tool%d", rng.IntN(50)), Description: "weather forecast " + skill})
 		}
-		for i := range got {
-			if got[i].Key != want[i].Key || abs(got[i].Score-want[i].Score) > 1e-9*want[i].Score {
-				t.Fatalf("step %d %q: hit %d = %v, fresh %v", step, q.Text, i, got[i], want[i])
+		var all []Doc
+		ix, all = replaceBoth(ix, skills, skill, docs)
+		checkBlocks(t, ix)
+		fresh := New(all)
+		if got, want := ix.postings("weather").df, int32(len(all)); got != want {
+			t.Fatalf("step %d: df(weather) = %d, want %d", step, got, want)
+		}
+		sameHits(t, step, Query{Text: fmt.Sprintf("weather tool%d forecast", rng.IntN(50)), Limit: 10_000}, ix, fresh)
+	}
+	if pl := ix.postings("weather"); len(pl.blocks) < 3 {
+		t.Fatalf("the test never grew a list past %d blocks", len(pl.blocks))
+	}
+}
+
+// checkBlocks checks every posting list of ix: blocks non-empty, at most
+// twice blockSize, sorted within and across, df their total, every slot live.
+func checkBlocks(t *testing.T, ix *Index) {
+	t.Helper()
+	for _, shard := range ix.terms {
+		for term, pl := range shard {
+			var n int32
+			last := int32(-1)
+			for _, b := range pl.blocks {
+				if len(b) == 0 || len(b) > 2*blockSize {
+					t.Fatalf("term %q: block of %d postings", term, len(b))
+				}
+				for _, p := range b {
+					if p.doc <= last || ix.docs[p.doc] == nil {
+						t.Fatalf("term %q: slot %d out of order or free", term, p.doc)
+					}
+					last = p.doc
+				}
+				n += int32(len(b))
 			}
+			if n != pl.df || n == 0 {
+				t.Fatalf("term %q: df %d, postings %d", term, pl.df, n)
+			}
+		}
+	}
+}
+
+// replaceBoth applies one Replace to ix and to the model skills (skill →
+// docs), returning the new index and every document the model now holds.
+func replaceBoth(ix *Index, skills map[string][]Doc, skill string, docs []Doc) (*Index, []Doc) {
+	if len(docs) == 0 {
+		delete(skills, skill)
+	} else {
+		skills[skill] = docs
+	}
+	var all []Doc
+	for _, d := range skills {
+		all = append(all, d...)
+	}
+	return ix.Replace(skill, docs), all
+}
+
+// sameHits fails unless q ranks the same keys with the same scores on ix
+// and on fresh.
+func sameHits(t *testing.T, step int, q Query, ix, fresh *Index) {
+	t.Helper()
+	got, want := ix.Search(q), fresh.Search(q)
+	if len(got) != len(want) {
+		t.Fatalf("step %d %q: %d hits, fresh %d", step, q.Text, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Key != want[i].Key || abs(got[i].Score-want[i].Score) > 1e-9*want[i].Score {
+			t.Fatalf("step %d %q: hit %d = %v, fresh %v", step, q.Text, i, got[i], want[i])
 		}
 	}
 }

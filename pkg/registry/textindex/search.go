@@ -9,14 +9,15 @@ import (
 // Query is one prefilter request.
 type Query struct {
 	Text   string
-	Limit  int                   // <=0 means DefaultLimit
-	Accept func(key string) bool // nil accepts all; called only for candidates that would make the cut
+	Limit  int            // <=0 means DefaultLimit
+	Accept func(Hit) bool // nil accepts all; called only for candidates that would make the cut
 }
 
 // Hit is one scored document.
 type Hit struct {
 	Key   string
 	Score float64
+	Ref   any // the document's Doc.Ref
 }
 
 // DefaultLimit is the number of hits Search returns when Query.Limit <= 0.
@@ -32,15 +33,28 @@ type scoring struct {
 	// cover multiplies a score by 1+cover*c, c being the share of the
 	// document's name words that the query contains.
 	cover float64
+	// k3 saturates a term repeated in the query (qtf·(k3+1)/(qtf+k3), as in
+	// Robertson's BM25), so a long pasted prompt that says "memory" ten
+	// times does not outweigh the request at its end. 0 turns it off.
+	k3 float64
+	// abbrev is the weight of the longest proper prefix (at least
+	// abbrevMin bytes) of a query term that is itself an index term, so
+	// "calculate" also meets "calc", "information" "info" and
+	// "probability" "prob": tool names abbreviate. 0 turns it off.
+	abbrev    float64
+	abbrevMin int
 }
 
 var defaultScoring = scoring{
 	//        name desc tags skill pname pdesc pair
-	weight: [numFields]float64{6, 2, 2, 0.5, 1.5, 1, 1},
-	b:      [numFields]float64{0.25, 0.9, 0.75, 0.75, 0.75, 0.25, 0.75},
-	k1:     1.6,
-	pairs:  true,
-	cover:  0.3,
+	weight:    [numFields]float64{6, 2, 2, 0.5, 1.5, 1, 1},
+	b:         [numFields]float64{0.25, 0.9, 0.75, 0.75, 0.75, 0.25, 0.75},
+	k1:        1.6,
+	pairs:     true,
+	cover:     0.3,
+	k3:        0.5,
+	abbrev:    0.3,
+	abbrevMin: 4,
 }
 
 // cfg is the scoring in force; tests swap it while tuning.
@@ -57,8 +71,49 @@ var accumPool = sync.Pool{New: func() any { return new(accum) }}
 
 // queryTerm is one distinct term of a query with its weight.
 type queryTerm struct {
-	term string
-	qtf  float64
+	term   string
+	qtf    float64
+	pair   bool // two adjacent words, matched against name pairs
+	abbrev bool // a prefix of a query word (see scoring.abbrev)
+}
+
+// withAbbreviations appends, for each query word, its longest proper prefix
+// that the index holds as a term, weighted by cfg.abbrev. Only the index's
+// own vocabulary is consulted, so nothing is guessed: "calcul" adds "calc"
+// only where some tool says "calc".
+func (ix *Index) withAbbreviations(qts []queryTerm) []queryTerm {
+	if cfg.abbrev == 0 {
+		return qts
+	}
+	n := len(qts)
+	for i := range n {
+		t := qts[i].term
+		if qts[i].pair || !isASCIIWord(t) {
+			continue
+		}
+		for k := len(t) - 1; k >= cfg.abbrevMin; k-- {
+			p := t[:k]
+			if ix.postings(p).df == 0 {
+				continue
+			}
+			if !slices.ContainsFunc(qts, func(q queryTerm) bool { return q.term == p }) {
+				qts = append(qts, queryTerm{term: p, qtf: cfg.abbrev * qts[i].qtf, abbrev: true})
+			}
+			break
+		}
+	}
+	return qts
+}
+
+// isASCIIWord reports whether t is lowercase ASCII letters only: the terms
+// whose prefixes can be abbreviations.
+func isASCIIWord(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // Search returns the best-scoring documents for q, best first; equal scores
@@ -68,7 +123,7 @@ func (ix *Index) Search(q Query) []Hit {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	qts := queryTerms(q.Text)
+	qts := ix.withAbbreviations(queryTerms(q.Text))
 	if len(qts) == 0 || ix.n == 0 {
 		return nil
 	}
@@ -93,31 +148,37 @@ func (ix *Index) Search(q Query) []Hit {
 	k1 := sc.k1
 
 	for _, qt := range qts {
-		ps := ix.terms[qt.term]
-		if len(ps) == 0 {
+		pl := ix.postings(qt.term)
+		if pl.df == 0 {
 			continue
 		}
-		df := float64(len(ps))
+		df := float64(pl.df)
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		w := idf * qt.qtf * (k1 + 1)
-		for i := range ps {
-			p := &ps[i]
-			d := ix.docs[p.doc]
-			var tfw float64
-			for f := range numFields {
-				if tf := p.tf[f]; tf != 0 {
-					tfw += sc.weight[f] * float64(tf) / (1 - sc.b[f] + norm[f]*float64(d.lens[f]))
+		qtf := qt.qtf
+		if sc.k3 > 0 {
+			qtf = qtf * (sc.k3 + 1) / (qtf + sc.k3)
+		}
+		w := idf * qtf * (k1 + 1)
+		for _, b := range pl.blocks {
+			for i := range b {
+				p := &b[i]
+				d := ix.docs[p.doc]
+				var tfw float64
+				for f := range numFields {
+					if tf := p.tf[f]; tf != 0 {
+						tfw += sc.weight[f] * float64(tf) / (1 - sc.b[f] + norm[f]*float64(d.lens[f]))
+					}
 				}
-			}
-			if tfw == 0 {
-				continue
-			}
-			if score[p.doc] == 0 {
-				touched = append(touched, p.doc)
-			}
-			score[p.doc] += w * tfw / (tfw + k1)
-			if p.tf[fName] != 0 {
-				named[p.doc] += p.tf[fName]
+				if tfw == 0 {
+					continue
+				}
+				if score[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
+				score[p.doc] += w * tfw / (tfw + k1)
+				if p.tf[fName] != 0 && !qt.abbrev {
+					named[p.doc] += p.tf[fName]
+				}
 			}
 		}
 	}
@@ -143,19 +204,19 @@ func (ix *Index) Search(q Query) []Hit {
 func queryTerms(text string) []queryTerm {
 	var qts []queryTerm
 	var prev string
-	add := func(t string) {
+	add := func(t string, pair bool) {
 		for i := range qts {
 			if qts[i].term == t {
 				qts[i].qtf++
 				return
 			}
 		}
-		qts = append(qts, queryTerm{term: t, qtf: 1})
+		qts = append(qts, queryTerm{term: t, qtf: 1, pair: pair})
 	}
 	forEachTerm(text, func(t string) {
-		add(t)
+		add(t, false)
 		if cfg.pairs && prev != "" {
-			add(prev + " " + t)
+			add(prev+" "+t, true)
 		}
 		prev = t
 	})
@@ -173,17 +234,23 @@ func better(a, b Hit) bool {
 // topK selects the limit best accepted documents among the touched ones.
 // Accept is called only for a candidate that would enter the current top
 // list, so a selective filter costs few calls.
-func topK(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+func topK(ix *Index, score []float64, touched []int32, limit int, accept func(Hit) bool) []Hit {
 	if limit > maxInsertionLimit {
 		return topKSort(ix, score, touched, limit, accept)
 	}
 	hits := make([]Hit, 0, min(limit, len(touched)))
 	for _, d := range touched {
-		h := Hit{Key: ix.docs[d].key, Score: score[d]}
+		// Most candidates lose on score alone: decide those without
+		// reading their document record, a cache miss each.
+		if len(hits) == limit && score[d] < hits[len(hits)-1].Score {
+			continue
+		}
+		info := ix.docs[d]
+		h := Hit{Key: info.key, Score: score[d], Ref: info.ref}
 		if len(hits) == limit && !better(h, hits[len(hits)-1]) {
 			continue
 		}
-		if accept != nil && !accept(h.Key) {
+		if accept != nil && !accept(h) {
 			continue
 		}
 		// Insertion into a short sorted list: limit is a handful.
@@ -204,12 +271,12 @@ func topK(ix *Index, score []float64, touched []int32, limit int, accept func(st
 const maxInsertionLimit = 64
 
 // topKSort is topK for large limits: it filters, sorts and truncates.
-func topKSort(ix *Index, score []float64, touched []int32, limit int, accept func(string) bool) []Hit {
+func topKSort(ix *Index, score []float64, touched []int32, limit int, accept func(Hit) bool) []Hit {
 	hits := make([]Hit, 0, len(touched))
 	for _, d := range touched {
-		key := ix.docs[d].key
-		if accept == nil || accept(key) {
-			hits = append(hits, Hit{Key: key, Score: score[d]})
+		info := ix.docs[d]
+		if h := (Hit{Key: info.key, Score: score[d], Ref: info.ref}); accept == nil || accept(h) {
+			hits = append(hits, h)
 		}
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {

@@ -9,8 +9,9 @@ import (
 // Tokenize returns the index terms of s, in order, exactly as the index and
 // queries see them: lowercased, identifiers split (snake_case, camelCase,
 // dots, letter/digit boundaries), stopwords and one-letter words dropped,
-// English words stemmed, and CJK runs emitted as unigrams followed by
-// overlapping bigrams.
+// English words stemmed, CJK runs emitted as unigrams followed by
+// overlapping bigrams, and the operators of arithmetic expressions emitted
+// as words (see arithmeticOps).
 func Tokenize(s string) []string {
 	var out []string
 	forEachTerm(s, func(t string) { out = append(out, t) })
@@ -151,6 +152,7 @@ func forEachPiece(s string, fn func(piece string, kind pieceKind)) {
 	prevCls := clsSep
 	prevStart := 0 // byte offset of the previous rune
 
+	ops := arithmeticOps(s)
 	seg := -1 // byte offset of the current letters/digits token
 	var segLetter, segDigit bool
 
@@ -175,6 +177,12 @@ func forEachPiece(s string, fn func(piece string, kind pieceKind)) {
 
 	for i, r := range s {
 		c := classify(r)
+		if len(ops) > 0 && ops[0].at == i {
+			endSeg(i)
+			flush(i)
+			fn(ops[0].word, pieceWord)
+			ops = ops[1:]
+		}
 		switch c {
 		case clsSep, clsCJK:
 			endSeg(i)
@@ -221,6 +229,87 @@ func forEachPiece(s string, fn func(piece string, kind pieceKind)) {
 	flush(len(s))
 	endSeg(len(s))
 }
+
+// opWord is the word an arithmetic operator is read as, or "".
+func opWord(r rune) string {
+	switch r {
+	case '+':
+		return "plus"
+	case '-', '−':
+		return "minus"
+	case '*', '×', '·':
+		return "times"
+	case '/', '÷':
+		return "divided"
+	case '^':
+		return "power"
+	case '%':
+		return "modulo"
+	}
+	return ""
+}
+
+// opAt is an arithmetic operator found in a text: its byte offset and word.
+type opAt struct {
+	at   int
+	word string
+}
+
+// arithmeticOps finds the binary operators of the arithmetic expressions in
+// s, so that "17*23+4" reads as "17 times 23 plus 4" and a bare expression
+// still finds a calculator. An operator counts when a number or ")" stands
+// before it and a number or "(" after it (spaces allowed). A "-" or "/"
+// written tight between two numbers is ambiguous: it also writes dates,
+// ranges and identifiers ("2023-04-27", "05/12/2023", "2019-2020"). An
+// expression (a run of numbers, spaces, parentheses and operators, ended by
+// anything else, a comma too) gives words only if it holds an operator that
+// is not ambiguous. The hyphen in "e-mail", the slash in "m/s" and the sign
+// in "b=-3" have no number on one side and stay separators.
+func arithmeticOps(s string) []opAt {
+	if !strings.ContainsAny(s, "+-*/^%×÷−·") {
+		return nil
+	}
+	var out, run []opAt
+	ambiguous := true // every operator of run is a tight "-" or "/" between numbers
+	endRun := func() {
+		if !ambiguous {
+			out = append(out, run...)
+		}
+		run, ambiguous = run[:0], true
+	}
+	for i, r := range s {
+		w := opWord(r)
+		if w == "" {
+			if !(r == ' ' || r == '.' || r == '(' || r == ')' || r < utf8.RuneSelf && isDigitByte(byte(r))) {
+				endRun()
+			}
+			continue
+		}
+		j := i - 1
+		for j >= 0 && s[j] == ' ' {
+			j--
+		}
+		k := i + utf8.RuneLen(r)
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		left := j >= 0 && (isDigitByte(s[j]) || s[j] == ')')
+		right := k < len(s) && (isDigitByte(s[k]) || s[k] == '(' || s[k] == '.' && k+1 < len(s) && isDigitByte(s[k+1]))
+		if !left || !right {
+			endRun()
+			continue
+		}
+		tight := j == i-1 && k == i+utf8.RuneLen(r) && isDigitByte(s[j]) && isDigitByte(s[k])
+		if !tight || (r != '-' && r != '/') {
+			ambiguous = false
+		}
+		run = append(run, opAt{at: i, word: w})
+	}
+	endRun()
+	return out
+}
+
+func isDigitByte(b byte) bool { return '0' <= b && b <= '9' }
 
 // lower lowercases an already-split word with no allocation when it is
 // already lowercase ASCII.

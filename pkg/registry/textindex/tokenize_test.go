@@ -26,6 +26,12 @@ func TestTokenize(t *testing.T) {
 		{"punctuation", "  --hello,, world!! ", []string{"hello", "world"}},
 		{"non-ascii latin", "Größe ändern", []string{"größe", "ändern"}},
 		{"empty", "", nil},
+		{"bare expression", "what is 17*23+4?", []string{"time", "plu"}},
+		{"expression with spaces and parentheses", "(2 + 3) / 4 ^ 2 % 7 - 1", []string{"plu", "divid", "power", "modulo", "minu"}},
+		{"unicode operators", "12 × 3 ÷ 4 − 1", []string{"time", "divid", "minu"}},
+		{"dates and ranges are not subtraction", "on 2023-04-27, 05/12/2023 or 2019-2020", nil},
+		{"signs, units and hyphens are not operators", "b=-3 at 4 m/s^2 by e-mail, 7% cheaper", []string{"mail", "cheaper"}},
+		{"polynomial", "3x^2 + 2x", []string{"3x", "plu", "2x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package textindex
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -39,6 +40,17 @@ func TestTune(t *testing.T) {
 	cfg.cover = 0
 	show("- name cover boost", Evaluate(ix, queries, ks))
 	cfg = defaultScoring
+	cfg.k3 = 0
+	show("- query-term saturation (k3)", Evaluate(ix, queries, ks))
+	show("- query-term saturation, even", Evaluate(ix, train, ks))
+	show("- query-term saturation, odd", Evaluate(ix, test, ks))
+	cfg = defaultScoring
+	cfg.abbrev = 0
+	show("- abbreviations", Evaluate(ix, queries, ks))
+	show("- abbreviations, even", Evaluate(ix, train, ks))
+	show("- abbreviations, odd", Evaluate(ix, test, ks))
+	cfg = defaultScoring
+	t.Log(nearDuplicateMisses(docs, ix, queries))
 	cfg.weight = [numFields]float64{1, 1, 1, 1, 1, 1, 1}
 	cfg.b = [numFields]float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75}
 	cfg.k1 = 1.2
@@ -70,4 +82,54 @@ func TestTune(t *testing.T) {
 	}
 	show("swept on even, odd half", Evaluate(ix, test, ks))
 	t.Logf("%+v", cfg)
+}
+
+// nearDuplicateMisses describes the queries whose gold tool is not ranked
+// first: how many of them have, in first place, a tool whose text is close
+// to the gold one's, which no lexical score can tell apart.
+func nearDuplicateMisses(docs []Doc, ix *Index, queries []EvalQuery) string {
+	byKey := map[string]*Doc{}
+	for i := range docs {
+		byKey[docs[i].Key] = &docs[i]
+	}
+	var misses, near, none int
+	for _, q := range queries {
+		hits := ix.Search(Query{Text: q.Text, Limit: 1})
+		if len(hits) == 1 && slices.Contains(q.Gold, hits[0].Key) {
+			continue
+		}
+		misses++
+		if len(hits) == 0 {
+			none++
+			continue
+		}
+		top, gold := byKey[hits[0].Key], byKey[q.Gold[0]]
+		if jaccard(Tokenize(top.Name), Tokenize(gold.Name)) >= 0.5 ||
+			jaccard(Tokenize(top.Description), Tokenize(gold.Description)) >= 0.3 {
+			near++
+		}
+	}
+	return fmt.Sprintf("R@1 misses: %d; first hit a near-duplicate of the gold (name-term Jaccard >= 0.5 or description-term Jaccard >= 0.3): %d; no hit at all: %d", misses, near, none)
+}
+
+// jaccard is the Jaccard similarity of two term sets.
+func jaccard(a, b []string) float64 {
+	sa := map[string]bool{}
+	for _, x := range a {
+		sa[x] = true
+	}
+	sb := map[string]bool{}
+	for _, x := range b {
+		sb[x] = true
+	}
+	in := 0
+	for x := range sa {
+		if sb[x] {
+			in++
+		}
+	}
+	if u := len(sa) + len(sb) - in; u > 0 {
+		return float64(in) / float64(u)
+	}
+	return 0
 }
