@@ -50,6 +50,8 @@ func commands(p process) []command {
 		{"pin", "serve one version of a skill: host pin NAME VERSION", runPin},
 		{"unpin", "serve the newest valid version again", runUnpin},
 		{"events", "follow the lifecycle event stream", runEvents},
+		{"fleet", "list the hosts of the daemon's fleet and which build each serves", runFleet},
+		{"push", "pack a version folder as an OCI artifact and make it the fleet's desired version", runPush},
 		{"eval-prefilter", "measure the prefilter's recall on a tool catalog and queries", runEvalPrefilter},
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
 		{"run", "start a multi-agent flow and stream its transcript: host run FLOW 'task'", runRun},

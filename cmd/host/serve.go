@@ -63,6 +63,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	mcpConfig := mcpServeFlags(fs)
 	agentConfig := agentFlags(fs)
 	embedConfig := embedFlags(fs)
+	fleetConfig := fleetFlags(fs)
 	log, code, ok := parseLogged("serve", fs, args, stderr, &f.logFormat, &f.logLevel)
 	if !ok {
 		return code
@@ -88,6 +89,9 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg.Runs = &host.RunsConfig{Flows: f.flows}
+	if err == nil {
+		cfg.Fleet, err = fleetConfig()
+	}
 	if err == nil {
 		err = runDaemon(p.ctx, cfg, log)
 	}

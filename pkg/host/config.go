@@ -47,6 +47,11 @@ type Config struct {
 	// State, when set, keeps the operator decisions in place of StateDir's
 	// file: the seam for a store shared by several hosts.
 	State loader.StateStore
+	// Fleet, when set, keeps the operator decisions in etcd, shared by
+	// every host of the fleet, registers this host there and mounts GET
+	// /v1/fleet. It replaces StateDir's file; State must be unset.
+	// Default: one host on its own.
+	Fleet *FleetConfig
 	// DigestCache is a file that keeps the entrypoints' digests across
 	// restarts (loader.Config.DigestCache). Default: memory only.
 	DigestCache string

@@ -42,6 +42,7 @@ type Host struct {
 	faces []Face
 	ln    net.Listener // nil without Config.Listen
 	srv   *http.Server // nil without Config.Listen
+	fleet *fleetFace   // nil without Config.Fleet
 
 	// ready is closed once the first scan has settled; failed receives
 	// what stops the host on its own (the HTTP server or the first scan
@@ -110,7 +111,7 @@ func New(cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	state := cfg.State
-	if state == nil && cfg.StateDir != "" {
+	if state == nil && cfg.StateDir != "" && cfg.Fleet == nil {
 		s, warning, err := loader.OpenStateStore(cfg.StateDir)
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)
@@ -125,6 +126,20 @@ func New(cfg Config) (_ *Host, err error) {
 			return nil, err
 		}
 		undo = append(undo, func() { h.ln.Close() })
+	}
+	if cfg.Fleet != nil {
+		if cfg.State != nil {
+			return nil, errors.New("host: Fleet and State both set: the fleet keeps the decisions")
+		}
+		var addr net.Addr
+		if h.ln != nil {
+			addr = h.ln.Addr()
+		}
+		if h.fleet, err = openFleet(*cfg.Fleet, cfg.Skills, cfg.StrictModes, addr, log.Named("fleet")); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() { h.fleet.Close() })
+		state = h.fleet.store
 	}
 
 	// Built in the order their hooks need each other: the registry reports
@@ -171,7 +186,7 @@ func New(cfg Config) (_ *Host, err error) {
 
 	h.api = api.New(api.Config{Registry: h.reg, Skills: h.ld, Logger: log, Events: h.bus})
 	h.api.Handle("GET /metrics", h.met.Handler())
-	for _, f := range builtinFaces(cfg) {
+	for _, f := range append(builtinFaces(cfg), h.fleet.faces()...) {
 		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), Ready: h.ready, api: h.api}
 		if err := f.Mount(m); err != nil {
 			return nil, fmt.Errorf("host: %s: %w", f.Name(), err)

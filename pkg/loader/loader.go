@@ -387,6 +387,7 @@ func (l *Loader) Start(ctx context.Context) error {
 		return err
 	}
 	l.ready.Store(true)
+	l.followState()
 	if deferred {
 		// Then a full scan, in the background, judges what was left unread
 		// (versions that did not launch, paths sharing another's copy), so

@@ -60,7 +60,7 @@ var mayImport = map[string][]string{
 	"pkg/loader":   {"pkg/manifest", "pkg/skillmd", "pkg/proc", "pkg/mcprt", "pkg/registry", "pkg/events", "sdk", "sdk/proto", "sdk/proctree"},
 	"pkg/mcprt":    {"pkg/registry", "pkg/manifest", "pkg/proc", "pkg/skillmd", "sdk/proctree"},
 	"pkg/proc":     {"pkg/manifest", "sdk", "sdk/proctree"},
-	"pkg/fleet":    {"pkg/loader", "pkg/manifest"},
+	"pkg/fleet":    {"pkg/loader", "pkg/manifest", "pkg/registry", "internal/httpjson"},
 	"pkg/manifest": {},
 	"pkg/skillmd":  {},
 
@@ -78,11 +78,12 @@ var mayImport = map[string][]string{
 	"pkg/console": {},
 
 	// Helpers shared by faces and by tests.
-	"internal/httpjson":   {"pkg/registry"},
+	"internal/httpjson":   {"pkg/registry"}, // used by faces and by pkg/fleet's HTTP handlers
 	"internal/fileio":     {},
 	"internal/sse":        {},
 	"internal/filtertest": {"pkg/registry"},
 	"internal/testenv":    {"sdk/proctree"},
+	"internal/fleettest":  {},
 	"internal/testskill":  {"sdk", "sdk/proto"},
 
 	// The bench harness drives whatever it measures; the bench skills and
