@@ -12,9 +12,13 @@ import (
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
-// RequireToken wraps h so that every request but GET /healthz and the
-// console's static files (GET or HEAD of /ui/...) carries
+// RequireToken wraps h so that every request but the probes (/healthz,
+// /readyz) and the console's static files (GET or HEAD of /ui/...) carries
 // "Authorization: Bearer <token>". The comparison is constant-time.
+//
+// The probes are exempt because what checks them (a kubelet, a load
+// balancer) should hold no secret, and they tell only "up" or "ready" and
+// how many tools serve.
 //
 // The console is exempt because a browser cannot send a bearer header when
 // it loads a page, and its files hold no data: the page asks for the token
@@ -38,7 +42,7 @@ func RequireTokens(h http.Handler, t Tokens) http.Handler {
 		return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+want)) == 1
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || consoleFile(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || consoleFile(r) {
 			h.ServeHTTP(w, r)
 			return
 		}

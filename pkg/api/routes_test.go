@@ -197,7 +197,9 @@ func TestGuards(t *testing.T) {
 			}
 		})
 	}
-	if w := do(t, guarded, "GET", "/healthz", ""); w.Code != 200 {
-		t.Errorf("healthz behind the token: %d", w.Code)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if w := do(t, guarded, "GET", probe, ""); w.Code != 200 {
+			t.Errorf("%s behind the token: %d", probe, w.Code)
+		}
 	}
 }
