@@ -203,7 +203,11 @@ func TestAuth(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("healthz needs no token, got %d", code)
 	}
-	for _, p := range []string{"/readyz", "/v1/skills", "/v1/tools", "/metrics", "/v1/events"} {
+	// /readyz is a probe too: ready or not yet, never "unauthorized".
+	if code, body := d.Do(t, "GET", "/readyz", nil); code != 200 && code != 503 {
+		t.Fatalf("readyz needs no token, got %d %s", code, body)
+	}
+	for _, p := range []string{"/v1/skills", "/v1/tools", "/metrics", "/v1/events"} {
 		code, body := d.Do(t, "GET", p, nil)
 		wantError(t, "no token "+p, code, body, 401, "unauthorized")
 	}
