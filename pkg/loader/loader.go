@@ -148,6 +148,8 @@ type Loader struct {
 	// rewatch asks the watcher to look for folders it does not watch yet,
 	// after a rescan it did not run itself (API, SIGHUP). Capacity 1: kicks merge.
 	rewatch chan struct{}
+	// instr is the tree's Agent Skills (instructions.go).
+	instr instructions
 }
 
 const (
@@ -296,7 +298,7 @@ func New(cfg Config) (*Loader, error) {
 	l := &Loader{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: hashes, mtls: mtls,
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
-		rewatch: make(chan struct{}, 1),
+		rewatch: make(chan struct{}, 1), instr: newInstructions(),
 	}
 	dir, err := makeRunDir(cfg.RunDir, gid >= 0)
 	if err != nil {
@@ -481,6 +483,7 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 	}
 	l.supMu.Unlock()
 	l.saveDigests()
+	l.scanInstructions()
 	return dones, deferred, nil
 }
 
