@@ -220,7 +220,9 @@ func sameCopies(a, b []skillmd.Skill) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	key := func(s skillmd.Skill) string { return s.Name + "\x00" + s.Version + "\x00" + s.Digest + "\x00" + string(s.Status) + "\x00" + s.Problems.Error() }
+	key := func(s skillmd.Skill) string {
+		return s.Name + "\x00" + s.Version + "\x00" + s.Digest + "\x00" + string(s.Status) + "\x00" + s.Problems.Error()
+	}
 	as, bs := make([]string, len(a)), make([]string, len(b))
 	for i := range a {
 		as[i], bs[i] = key(a[i]), key(b[i])
