@@ -47,7 +47,7 @@ var mayImport = map[string][]string{
 	// Faces: each reaches the tools through the registry only.
 	"pkg/api":   {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "pkg/events", "internal/httpjson"},
 	"pkg/mcp":   {"pkg/registry", "internal/httpjson"},
-	"pkg/agent": {"pkg/registry", "pkg/skills", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
+	"pkg/agent": {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
 	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry"},
 	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry"},
 	"pkg/runs":  {},
