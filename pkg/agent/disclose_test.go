@@ -199,3 +199,30 @@ func TestDisclosureStaysUnderTheProfile(t *testing.T) {
 		t.Fatalf("activation outside the profile's skills = %+v", e)
 	}
 }
+
+// A tied skill (SKILL.md beside the binary's manifest.json) whose instructions name none of
+// its own tools brings all of them that the profile permits: instructions shipped with a
+// binary are about that binary.
+func TestActivatingATiedSkillBringsItsBinarysTools(t *testing.T) {
+	catalog := testCatalog(t, map[string]string{
+		"alpha/1.0.0/SKILL.md":      "---\nname: alpha\ndescription: How to drive the alpha test skill well.\n---\n\nStart small.\n",
+		"alpha/1.0.0/manifest.json": `{"manifest_version": 1, "name": "alpha", "version": "1.0.0", "entrypoint": "skill"}`,
+	})
+	if e, _ := catalog.Snapshot().Get("alpha"); !e.Serving.Tied {
+		t.Fatalf("alpha is not tied: %+v", e.Serving)
+	}
+	f := newFakeLLM(t, calls(tc("a1", toolActivateSkill, `{"name":"alpha"}`)), text("ok"))
+	a, _ := newTestAgent(t, f, disclosureProfiles, func(c *Config) { c.Skills = catalog })
+	if _, err := ask(a, "reader", "drive the alpha test skill", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := toolNames(f.request(1).req.Tools)
+	for _, want := range []string{"alpha__big", "alpha__echo", "alpha__env"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("after activating tied alpha the tools are %v; want %s", got, want)
+		}
+	}
+	if slices.Contains(got, "alpha__sleep") {
+		t.Errorf("a read-only profile got alpha__sleep through a tied skill: %v", got)
+	}
+}
