@@ -31,8 +31,75 @@ func (l *Loader) scanInstructions() {
 	if err != nil {
 		return
 	}
-	if l.instr.catalog.Publish(found) {
-		snap := l.instr.catalog.Snapshot()
-		l.log.Info("instruction skills published", "serving", snap.Len(), "not_serving", len(snap.Rejected()), "generation", snap.Generation())
+	prev := l.instr.catalog.Snapshot()
+	if !l.instr.catalog.Publish(found) {
+		return
 	}
+	next := l.instr.catalog.Snapshot()
+	for _, e := range instructionEvents(prev, next) {
+		l.emit(e)
+	}
+}
+
+// instructionEvents are the lifecycle events between two catalogs, as a binary skill's
+// versions announce theirs, so the event stream, the console and the log follow Agent Skills
+// too: a copy that serves (active, PID 0: nothing runs), one that leaves (stopped), and a
+// copy found invalid or incomplete (with the reason; what served before keeps serving).
+func instructionEvents(prev, next *skills.Snapshot) []Event {
+	const why = "Agent Skill (SKILL.md)"
+	var out []Event
+	for _, e := range next.List() {
+		old, had := prev.Get(e.Name())
+		if !had || old.Serving.Version != e.Serving.Version || old.Serving.Digest != e.Serving.Digest {
+			ev := Event{Skill: e.Name(), Version: e.Serving.Version, State: StateActive, Reason: why}
+			if had {
+				ev.From = StateStopped
+			}
+			out = append(out, ev)
+		}
+		out = append(out, rejectedEvents(e.Found, e.Serving, prev)...)
+	}
+	for _, e := range prev.List() {
+		if _, ok := next.Get(e.Name()); !ok {
+			out = append(out, Event{Skill: e.Name(), Version: e.Serving.Version, From: StateActive, State: StateStopped, Reason: why + ": its folder is gone"})
+		}
+	}
+	return append(out, rejectedEvents(next.Rejected(), skillmd.Skill{}, prev)...)
+}
+
+// rejectedEvents announce the copies in found that are not valid, once: a copy the previous
+// catalog already showed with the same digest and verdict is not announced again.
+func rejectedEvents(found []skillmd.Skill, serving skillmd.Skill, prev *skills.Snapshot) []Event {
+	var out []Event
+	for _, c := range found {
+		if c.Status == skillmd.StatusValid || seen(prev, c) {
+			continue
+		}
+		state := StateInvalid
+		if c.Status == skillmd.StatusIncomplete {
+			state = StateIncomplete
+		}
+		reason := c.Problems.Errors().Error()
+		if serving.Doc != nil {
+			reason += "; " + serving.Version + " keeps serving"
+		}
+		out = append(out, Event{Skill: c.Name, Version: c.Version, State: state, Reason: reason})
+	}
+	return out
+}
+
+// seen reports whether prev already showed copy c with the same digest and verdict.
+func seen(prev *skills.Snapshot, c skillmd.Skill) bool {
+	var copies []skillmd.Skill
+	if e, ok := prev.Get(c.Name); ok {
+		copies = e.Found
+	} else {
+		copies = prev.Rejected()
+	}
+	for _, o := range copies {
+		if o.Name == c.Name && o.Version == c.Version && o.Digest == c.Digest && o.Status == c.Status {
+			return true
+		}
+	}
+	return false
 }
