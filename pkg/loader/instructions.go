@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/skillmd"
 	"github.com/skillhost/skillhost/pkg/skills"
 )
@@ -22,13 +23,64 @@ func newInstructions() instructions {
 // for the next publish. A face reads it; only the loader publishes.
 func (l *Loader) Catalog() *skills.Catalog { return l.instr.catalog }
 
-// scanInstructions scans the tree's Agent Skills and publishes the result. Called under
-// scanMu after the binary scan, so the catalog follows the same rescans (watcher, resync,
-// SIGHUP, API). A root that cannot be read leaves the catalog as it was; the binary scan
-// has already reported it.
-func (l *Loader) scanInstructions() {
+// scanInstructions scans the tree's Agent Skills beside a scan of the binaries (under scanMu,
+// so the catalog follows the same rescans: watcher, resync, SIGHUP, API) and ties each tied
+// copy to its binary version (joinTied). A tree that could not be scanned yields nothing; the
+// binary scan reports it.
+func (l *Loader) scanInstructions(tree *manifest.Tree, scanErr error) []skillmd.Skill {
+	if scanErr != nil {
+		return nil
+	}
 	found, err := l.instr.cache.Scan(l.cfg.Skills)
 	if err != nil {
+		return nil
+	}
+	if found == nil {
+		found = []skillmd.Skill{} // an empty tree is a result: the last skill may have gone
+	}
+	joinTied(tree, found)
+	return found
+}
+
+// joinTied makes a tied version folder (manifest.json, a binary and SKILL.md) one unit: its
+// fingerprint covers the instructions' digest, so an edit to SKILL.md reloads the version as
+// an edit to the manifest does, and an invalid or incomplete SKILL.md holds the version back
+// with its problems, as a bad manifest would: instructions shipped with a binary are part of
+// it, and serving the binary without them would be serving half a version.
+func joinTied(tree *manifest.Tree, found []skillmd.Skill) {
+	byDir := make(map[string]*skillmd.Skill, len(found))
+	for i := range found {
+		if found[i].Tied {
+			byDir[found[i].Dir] = &found[i]
+		}
+	}
+	if len(byDir) == 0 {
+		return
+	}
+	for i := range tree.Versions {
+		v := &tree.Versions[i]
+		s, ok := byDir[v.Dir]
+		if !ok {
+			continue
+		}
+		v.Fingerprint += "+skillmd:" + s.Digest
+		if s.Status == skillmd.StatusValid || v.Status == manifest.StatusInvalid {
+			continue
+		}
+		for _, p := range s.Problems.Errors() {
+			v.Problems = append(v.Problems, manifest.Problem{Path: p.Where(), Message: p.Message})
+		}
+		if s.Status == skillmd.StatusInvalid {
+			v.Status = manifest.StatusInvalid
+		} else {
+			v.Status = manifest.StatusIncomplete
+		}
+	}
+}
+
+// publishInstructions publishes a scan's Agent Skills and announces what changed.
+func (l *Loader) publishInstructions(found []skillmd.Skill) {
+	if found == nil {
 		return
 	}
 	prev := l.instr.catalog.Snapshot()

@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -83,5 +85,57 @@ func TestLoaderPublishesAgentSkills(t *testing.T) {
 	want := []string{"notes active", "trip active", "trip invalid", "notes stopped"}
 	if !slices.Equal(got, want) || events[1].Version != "1.0.0" || events[2].Version != "1.1.0" || events[2].Reason == "" {
 		t.Fatalf("events = %+v, want %v", events, want)
+	}
+}
+
+// TestTiedSkillIsOneUnit: SKILL.md beside a binary's manifest.json is part of the version. An
+// invalid SKILL.md holds the version back with its problems; fixing it serves the binary and
+// its instructions together.
+func TestTiedSkillIsOneUnit(t *testing.T) {
+	tree := t.TempDir()
+	if err := exampleInstall(tree, "greet", "1.0.0", testSkillBin); err != nil {
+		t.Fatal(err)
+	}
+	skillMD := filepath.Join(tree, "greet", "1.0.0", "SKILL.md")
+	if err := os.WriteFile(skillMD, []byte("---\nname: greet\n---\n\nNo description.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(registry.Config{})
+	ld, err := New(Config{Skills: tree, Registry: reg, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Close(context.Background())
+	if err := ld.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := ld.Skill("greet")
+	if st.Active != "" || len(st.Versions) != 1 || st.Versions[0].State != StateInvalid ||
+		!slices.ContainsFunc(st.Versions[0].Problems, func(p manifest.Problem) bool { return strings.Contains(p.Path, "SKILL.md") }) {
+		t.Fatalf("a tied version with an invalid SKILL.md = %+v; want invalid, naming SKILL.md", st)
+	}
+	if _, ok := ld.Catalog().Snapshot().Get("greet"); ok {
+		t.Fatal("invalid instructions serve")
+	}
+
+	if err := os.WriteFile(skillMD, []byte("---\nname: greet\ndescription: How to greet people well.\n---\n\nUse `echo`.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ld.Rescan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := ld.Skill("greet"); st.Active != "1.0.0" {
+		t.Fatalf("after SKILL.md was fixed, greet = %+v", st)
+	}
+	e, ok := ld.Catalog().Snapshot().Get("greet")
+	if !ok || !e.Serving.Tied {
+		t.Fatalf("greet's instructions = %+v, want tied and serving", e)
+	}
+	var names []string
+	for _, tl := range reg.Snapshot().Tools() {
+		names = append(names, tl.Name)
+	}
+	if got := e.Serving.ActivationTools(names); !slices.Equal(got, []string{"greet.echo"}) {
+		t.Fatalf("activation brings %v, want greet.echo", got)
 	}
 }

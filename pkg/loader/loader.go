@@ -446,6 +446,7 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 		return nil, false, errors.New("loader: closed")
 	}
 	tree, err := manifest.Scan(l.cfg.Skills, manifest.Options{StrictModes: l.cfg.StrictModes, Hashes: l.hashes, DeferHash: deferHash})
+	found := l.scanInstructions(tree, err)
 	if l.cfg.OnScan != nil {
 		l.cfg.OnScan(tree, err)
 	}
@@ -483,7 +484,7 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 	}
 	l.supMu.Unlock()
 	l.saveDigests()
-	l.scanInstructions()
+	l.publishInstructions(found)
 	return dones, deferred, nil
 }
 
