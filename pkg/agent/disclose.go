@@ -245,15 +245,21 @@ func (s *session) activate(name string, room *budgetRoom) (string, *registry.Err
 		Instructions string   `json:"instructions"`
 		Files        []string `json:"files,omitempty"`
 		addedTools
-	}{Skill: e.Name(), Version: e.Serving.Version, Instructions: e.Body(), Files: files, addedTools: s.add(tools, room)}
+	}{Skill: e.Name(), Version: e.Serving.Version, Instructions: e.Body(), Files: files}
+	reserve, _ := json.Marshal(out)
+	out.addedTools = s.add(tools, room, toolMessageCost(string(reserve), "call_0000000000")+len(tools)*perToolReserve)
 	b, _ := json.Marshal(out)
 	s.r.count(func(c *Counters) { c.SkillActivations++ })
 	return string(b), nil
 }
 
+// perToolReserve is what naming one tool (added, or not with a reason) adds to an answer.
+const perToolReserve = 40
+
 // add queues tools for the next turn: only those the profile permits, that are available,
-// not offered yet, within max_added_tools and within what is left of the budget.
-func (s *session) add(tools []*registry.Tool, room *budgetRoom) addedTools {
+// not offered yet, within max_added_tools and within what is left of the budget once reserve
+// tokens are kept for the answer that reports them.
+func (s *session) add(tools []*registry.Tool, room *budgetRoom, reserve int) addedTools {
 	var out addedTools
 	s.disc.mu.Lock()
 	defer s.disc.mu.Unlock()
@@ -268,11 +274,18 @@ func (s *session) add(tools []*registry.Tool, room *budgetRoom) addedTools {
 			continue // yours already
 		case s.disc.added >= s.p.MaxAddedTools:
 			reason = fmt.Sprintf("profile %s's max_added_tools (%d) is reached", s.p.Name, s.p.MaxAddedTools)
+		case len(s.tools)+len(s.disc.pending) >= registry.MaxLimit:
+			// s.tools changes only between turns (applyAdded), never while calls run.
+			reason = fmt.Sprintf("a request carries at most %d tools", registry.MaxLimit)
 		}
 		if reason == "" {
 			cost := estimateTools([]openai.Tool{openaitools.Tool(t)})
-			if left, ok := room.take(cost); !ok {
-				reason = fmt.Sprintf("its definition (about %d tokens) does not fit the %d left in the context budget", cost, left)
+			// The answer that lists this tool must still fit after it: reserve its room
+			// while taking the definition's, then hand the reserve back for the answer.
+			if left, ok := room.take(cost + reserve + perToolReserve); !ok {
+				reason = fmt.Sprintf("its definition (about %d tokens) does not fit the %d left in the context budget", cost, max(left-reserve, 0))
+			} else {
+				room.charge(-reserve - perToolReserve)
 			}
 		}
 		if reason != "" {
@@ -377,7 +390,9 @@ func (s *session) searchTools(ctx context.Context, query string, tags []string, 
 		Tools  []toolHit  `json:"tools"`
 		Skills []skillHit `json:"skills,omitempty"`
 		addedTools
-	}{Tools: shown, Skills: sk, addedTools: s.add(found, room)}
+	}{Tools: shown, Skills: sk}
+	reserve, _ := json.Marshal(out)
+	out.addedTools = s.add(found, room, toolMessageCost(string(reserve), "call_0000000000")+len(found)*perToolReserve)
 	if out.Tools == nil {
 		out.Tools = []toolHit{}
 	}

@@ -226,3 +226,31 @@ func TestActivatingATiedSkillBringsItsBinarysTools(t *testing.T) {
 		t.Errorf("a read-only profile got alpha__sleep through a tied skill: %v", got)
 	}
 }
+
+// What activation adds is capped by max_added_tools and by the context budget, and the
+// answer says which tools were left out and why.
+func TestAddedToolsAreCapped(t *testing.T) {
+	catalog := testCatalog(t, map[string]string{
+		"two-tools/SKILL.md": "---\nname: two-tools\ndescription: Sleep and crash on purpose.\n---\n\nUse alpha.sleep, then alpha.crash.\n",
+	})
+	const doc = `{"default": "capped", "profiles": {
+	  "capped": {"skills": ["alpha"], "mode": "full", "max_tools": 1, "max_added_tools": 1},
+	  "tight":  {"skills": ["alpha"], "mode": "full", "max_tools": 1, "context_budget": 800}
+	}}`
+	f := newFakeLLM(t,
+		calls(tc("a1", toolActivateSkill, `{"name":"two-tools"}`)), text("ok"),
+		calls(tc("a2", toolActivateSkill, `{"name":"two-tools"}`)), text("ok"))
+	a, _ := newTestAgent(t, f, doc, func(c *Config) { c.Skills = catalog })
+	for _, p := range []string{"capped", "tight"} {
+		if _, err := ask(a, p, "echo hello", false, nil); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	result := func(i int) string { m := f.request(i).req.Messages; return m[len(m)-1].Content }
+	if r := result(1); !strings.Contains(r, `"tools_added":["alpha__crash"]`) || !strings.Contains(r, "max_added_tools (1) is reached") {
+		t.Fatalf("capped activation = %s", r)
+	}
+	if r := result(3); !strings.Contains(r, "does not fit") {
+		t.Fatalf("activation over the budget = %s", r)
+	}
+}
