@@ -27,6 +27,12 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)
 src=scripts/mcp-servers
 cache=${MCP_SERVERS_CACHE:-$root/.cache/npm-mcp}
 mkdir -p "$cache"
+# Test binaries of several packages run this at once (go test ./...): one
+# installs while the others wait, then find it installed.
+if command -v flock >/dev/null; then
+  exec 9>"$cache/.lock"
+  flock 9
+fi
 stamp=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$cache/.installed" 2>/dev/null)" != "$stamp" ] || [ ! -d "$cache/node_modules/@modelcontextprotocol/server-everything" ]; then
   echo "install-mcp-servers: installing with npm into $cache" >&2

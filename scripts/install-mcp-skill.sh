@@ -8,12 +8,11 @@
 # --ignore-scripts (nothing of the package runs at install) and
 # --no-bin-links (a skill folder holds no symbolic links); the script writes
 # manifest.json with "runtime": "mcp", "command": "node", the package's bin
-# script and SERVER_ARGS as "args", and the folder digest as "sha256"; then
-# it renames the folder to SKILLS/<name>/<version> (the package's version).
-# The host runs "node" only if the operator allowed it
-# (host serve --runtime node=/usr/bin/node). Not wired yet: today's daemon
-# and host validate do not read "runtime": "mcp" manifests (pkg/mcprt runs
-# them; see the status note in docs/manifest.md).
+# script and SERVER_ARGS as "args", and the folder digest as
+# "digest": "sha256:<hex>"; then it renames the folder to
+# SKILLS/<name>/<version> (the package's version), which a running host
+# picks up. The host runs "node" only if the operator allowed it
+# (host serve --runtime node=/usr/bin/node); see docs/manifest.md.
 #
 # Options:
 #   --skills DIR        the tree (default: the repository's skills/)
@@ -121,7 +120,7 @@ jq -n --arg name "$name" --arg version "$version" --arg description "$descriptio
   --arg script "$script" --arg sha "$digest" \
   --args '{
     manifest_version: 1, name: $name, version: $version, description: $description,
-    runtime: "mcp", command: "node", args: ([$script] + $ARGS.positional), sha256: $sha
+    runtime: "mcp", command: "node", args: ([$script] + $ARGS.positional), digest: ("sha256:" + $sha)
   }' "${args[@]+"${args[@]}"}" >"$stage/manifest.json"
 for t in "${tags[@]+"${tags[@]}"}"; do
   jq --arg t "$t" '.tags = ((.tags // []) + [$t])' "$stage/manifest.json" >"$stage/manifest.tmp" && mv "$stage/manifest.tmp" "$stage/manifest.json"
@@ -134,7 +133,7 @@ find "$stage" -exec chmod go-w {} + 2>/dev/null || true
 target="$skills/$name/$version"
 mkdir -p -- "$skills/$name"
 if [ -e "$target" ]; then
-  if [ "$(jq -r '.sha256 // empty' "$target/manifest.json" 2>/dev/null)" = "$digest" ] &&
+  if [ "$(jq -r '.digest // empty' "$target/manifest.json" 2>/dev/null)" = "sha256:$digest" ] &&
     cmp -s "$target/manifest.json" "$stage/manifest.json"; then
     sk_log "$name $version is already installed in $target (sha256 ${digest:0:12}…); unchanged"
     exit 0

@@ -30,6 +30,11 @@ if ! bash scripts/console-test.sh --install-only; then
   echo "test.sh: no Chromium: the browser tests in test/console will skip (run as root, or install chromium)" >&2
 fi
 
+step "the public npm MCP servers that the mcp runtime's tests run (scripts/install-mcp-servers.sh)"
+if ! bash scripts/install-mcp-servers.sh >/dev/null; then
+  echo "test.sh: the npm MCP servers are not installed: the tests of pkg/mcprt, pkg/loader and pkg/host that run them will skip (node and npm missing) or fail" >&2
+fi
+
 step "go test -race (root module: unit, integration with real skill processes, e2e and browser tests against a real daemon)"
 go test -race -count=1 -timeout 20m ./...
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -90,5 +92,33 @@ func TestValidateWarnsAboutUnservedUses(t *testing.T) {
 		if code != exitOK || !strings.HasSuffix(out.String(), want) {
 			t.Errorf("validate %s = %d:\n%s%s\nwant it to end with:\n%s", path, code, out.String(), errOut.String(), want)
 		}
+	}
+}
+
+// validate accepts an MCP server's folder and says what its interpreter
+// needs from the daemon, which it cannot see.
+func TestValidateMCPVersion(t *testing.T) {
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "memory", "1.0.0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.js"), []byte("// a server\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := manifest.FolderDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fmt.Sprintf(`{"manifest_version":1,"name":"memory","version":"1.0.0","description":"Remembers.",
+		"runtime":"mcp","command":"node","args":["server.js"],"digest":"sha256:%s"}`, digest)
+	if err := os.WriteFile(filepath.Join(dir, manifest.FileName), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if code := runValidate([]string{"--strict-modes=false", tree}, &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "ok          memory@1.0.0") ||
+		!strings.Contains(out.String(), `warning     memory@1.0.0: $.command: "node" runs only on a host started with --runtime node=/absolute/path`) {
+		t.Fatalf("validate = %d, %q %q", code, out.String(), errOut.String())
 	}
 }

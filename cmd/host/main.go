@@ -52,6 +52,8 @@ func commands(p process) []command {
 		{"events", "follow the lifecycle event stream", runEvents},
 		{"eval-prefilter", "measure the prefilter's recall on a tool catalog and queries", runEvalPrefilter},
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
+		{"run", "start a multi-agent flow and stream its transcript: host run FLOW 'task'", runRun},
+		{"runs", "list runs, show one, post a human message into it (--say) or stop it (--stop)", runRuns},
 		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", p.mcp},
 	}
 }

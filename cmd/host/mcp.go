@@ -61,6 +61,7 @@ type mcpFlags struct {
 	strictModes              bool
 	skillUser                string
 	skillProcs               int
+	interpreters             host.Interpreters
 	logFormat, logLevel      string
 }
 
@@ -92,6 +93,7 @@ flags:
 	fs.BoolVar(&f.strictModes, "strict-modes", true, "embedded: refuse group- or world-writable and foreign-owned skill files")
 	skillUserFlag(fs, &f.skillUser, "embedded: ")
 	skillProcsFlag(fs, &f.skillProcs, "embedded: ")
+	runtimeFlag(fs, &f.interpreters, "embedded: ")
 	fs.BoolVar(&f.showUnavailable, "show-unavailable", false, "embedded: list a restarting skill's tools, marked, instead of leaving them out")
 	fs.StringVar(&f.addr, "addr", "", "bridge to the daemon at this address (http://host:port, host:port or unix:/path.sock) instead of embedding a host")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("SKILLHOST_TOKEN_FILE"), "bridge: file with the daemon's bearer token (env SKILLHOST_TOKEN_FILE, or SKILLHOST_TOKEN for the token itself)")
@@ -133,7 +135,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, filter mcp.Filter, log hclo
 	h, err := host.New(host.Config{
 		Skills: f.skills, Logger: log, StateDir: f.stateDir, RunDir: f.runDir,
 		Grace: f.grace, StartTimeout: f.startTimeout, Debounce: f.debounce, StrictModes: f.strictModes, Watch: true,
-		SkillUser: f.skillUser, SkillGOMAXPROCS: f.skillProcs, OwnsProcess: owns,
+		SkillUser: f.skillUser, SkillGOMAXPROCS: f.skillProcs, Interpreters: f.interpreters, OwnsProcess: owns,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)

@@ -20,7 +20,7 @@ import (
 )
 
 type serveFlags struct {
-	addrFile, stateDir                string
+	addrFile, stateDir, flows         string
 	invokeTokenFile                   string
 	skills, listen, tokenFile, runDir string
 	logFormat, logLevel               string
@@ -30,6 +30,7 @@ type serveFlags struct {
 	readHeaderTimeout, readTimeout    time.Duration
 	strictModes, watch                bool
 	maxStarts, skillProcs             int
+	interpreters                      host.Interpreters
 }
 
 // serve is `host serve`: flags, then a host.Config, then host.Run until a
@@ -51,12 +52,14 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.strictModes, "strict-modes", true, "refuse group- or world-writable and foreign-owned skill files (like sshd's StrictModes)")
 	skillUserFlag(fs, &f.skillUser, "")
 	skillProcsFlag(fs, &f.skillProcs, "")
+	runtimeFlag(fs, &f.interpreters, "")
 	fs.BoolVar(&f.watch, "watch", true, "follow the skills tree and hot-reload changes")
 	fs.IntVar(&f.maxStarts, "max-parallel-starts", 8, "how many skills may start at once")
 	fs.StringVar(&f.stateDir, "state-dir", envOr("SKILLHOST_STATE_DIR", "./.state"), "folder for persistent operator decisions (disable, pin)")
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", time.Minute, "how long a client may take to send a whole request")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound listen address to this file once the first scan has settled, as /readyz reports, and remove it on exit (for scripts and tests)")
+	fs.StringVar(&f.flows, "flows", os.Getenv("SKILLHOST_FLOWS"), "folder of flow files for multi-agent runs (default: flows/ beside --agents; env SKILLHOST_FLOWS)")
 	mcpConfig := mcpServeFlags(fs)
 	agentConfig := agentFlags(fs)
 	embedConfig := embedFlags(fs)
@@ -70,7 +73,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 		StateDir: f.stateDir, DigestCache: filepath.Join(f.stateDir, loader.DigestCacheFileName),
 		RunDir: f.runDir, Grace: f.grace, StartTimeout: f.startTimeout, Debounce: f.debounce, Resync: f.resync,
 		MaxParallelStarts: f.maxStarts, SkillGOMAXPROCS: f.skillProcs, StrictModes: f.strictModes, Watch: f.watch,
-		SkillUser: f.skillUser, OwnsProcess: p.owns, MCP: mcpConfig(), Console: true,
+		SkillUser: f.skillUser, Interpreters: f.interpreters, OwnsProcess: p.owns, MCP: mcpConfig(), Console: true,
 	}
 	err := readTokens(&cfg.Tokens, f.tokenFile, f.invokeTokenFile)
 	if err == nil {
@@ -79,6 +82,12 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		cfg.Embed, err = embedConfig()
 	}
+	if f.flows == "" {
+		if agents := fs.Lookup("agents").Value.String(); agents != "" {
+			f.flows = host.FlowsBeside(agents)
+		}
+	}
+	cfg.Runs = &host.RunsConfig{Flows: f.flows}
 	if err == nil {
 		err = runDaemon(p.ctx, cfg, log)
 	}

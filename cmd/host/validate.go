@@ -4,10 +4,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
 )
+
+// interpreterWarning says what an MCP version's bare command needs from
+// the daemon, which validate cannot see: the operator's allow map.
+func interpreterWarning(v manifest.Version) string {
+	m := v.Manifest
+	if m.RuntimeName() != manifest.RuntimeMCP || strings.Contains(m.Command, "/") {
+		return ""
+	}
+	if fi, err := os.Lstat(filepath.Join(v.Dir, m.Command)); err == nil && fi.Mode().IsRegular() {
+		return fmt.Sprintf("$.command: %q names an interpreter the host must allow, not the file %s in the folder; write \"./%s\" to run the file", m.Command, m.Command, m.Command)
+	}
+	return fmt.Sprintf("$.command: %q runs only on a host started with --runtime %s=/absolute/path (validate cannot see the daemon's allow map)", m.Command, m.Command)
+}
 
 func runValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -37,6 +52,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	for _, v := range versions {
 		if v.Status == manifest.StatusValid {
 			fmt.Fprintf(stdout, "ok          %s@%s (%s)\n", v.Skill, v.Version, v.Dir)
+			if w := interpreterWarning(v); w != "" {
+				fmt.Fprintf(stdout, "warning     %s@%s: %s\n", v.Skill, v.Version, w)
+			}
 			continue
 		}
 		bad++

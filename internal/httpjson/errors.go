@@ -18,6 +18,14 @@ const (
 	CodeModelUnavailable  registry.Code = "model_unavailable"       // the model endpoint failed transiently, every attempt
 	CodeModelError        registry.Code = "model_error"             // the model endpoint refused for good
 	CodeContextBudget     registry.Code = "context_budget_exceeded" // the prompt is over the profile's budget
+
+	// The runs API's (pkg/flow exports them under its own names).
+	CodeUnknownFlow  registry.Code = "unknown_flow"  // no flow of that name is loaded
+	CodeUnknownRun   registry.Code = "unknown_run"   // no run of that id
+	CodeRunStopped   registry.Code = "run_stopped"   // the run has ended: nothing more can be added
+	CodeNotWaiting   registry.Code = "not_waiting"   // human input for a run not waiting for it
+	CodeInvalidFlows registry.Code = "invalid_flows" // a reload found problems; the old flows serve
+	CodeRunsClosed   registry.Code = "runs_closed"   // the host is stopping
 )
 
 // statuses is every code's HTTP status, for every face: the API, MCP over
@@ -50,6 +58,13 @@ var statuses = map[registry.Code]int{
 	// must not read as "your skillhost token is wrong".
 	CodeModelError:    http.StatusBadGateway,
 	CodeContextBudget: http.StatusRequestEntityTooLarge,
+
+	CodeUnknownFlow:  http.StatusNotFound,
+	CodeUnknownRun:   http.StatusNotFound,
+	CodeRunStopped:   http.StatusConflict,
+	CodeNotWaiting:   http.StatusConflict,
+	CodeInvalidFlows: http.StatusUnprocessableEntity,
+	CodeRunsClosed:   http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of code; 500 for a code it does not know.

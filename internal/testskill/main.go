@@ -129,6 +129,11 @@ func main() {
 			return relayOut{Version: version, CallID: sdk.CallID(ctx), Result: res}, nil
 		})
 	}
+	if file := os.Getenv("TESTSKILL_COUNTER"); file != "" { // opt-in, like shout
+		sdk.Tool(s, "count", "Count this call: append a line to the counter file and return how many it holds.", func(ctx context.Context, in struct{}) (map[string]int, error) {
+			return countCall(file)
+		})
+	}
 	sdk.Tool(s, "fail", "Refuse with a tool error.", func(ctx context.Context, in struct{}) (echoOut, error) {
 		return echoOut{}, sdk.Errorf("not_today", "the tool refuses")
 	})
@@ -162,4 +167,25 @@ func serveRaw(name, version string) {
 		Plugins:         sdk.PluginSet(rawServer{name: name, version: version}),
 		GRPCServer:      sdk.GRPCServerFactory,
 	})
+}
+
+// countCall appends a line to file and returns the number of lines, so a
+// test can tell how often a tool was really called across host restarts.
+func countCall(file string) (map[string]int, error) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString("called\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int{"count": strings.Count(string(b), "\n")}, nil
 }

@@ -63,7 +63,7 @@ func adminAction(r *http.Request) bool {
 		return false
 	}
 	p := r.URL.Path
-	return p == "/v1/rescan" || strings.HasPrefix(p, "/v1/skills/")
+	return p == "/v1/rescan" || p == "/v1/flows/reload" || strings.HasPrefix(p, "/v1/skills/")
 }
 
 // consoleFile reports whether r reads the console's static files. It is

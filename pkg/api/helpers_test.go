@@ -63,7 +63,7 @@ func fixtureSkills() *fakeSkills {
 	started := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	return &fakeSkills{ready: true, skills: []loader.SkillStatus{
 		{Name: "calc", Active: "1.1.0", Versions: []loader.VersionStatus{
-			{Version: "1.1.0", State: loader.StateActive, PID: 4242, StartedAt: &started, InFlight: 1, Restarts: 2, Tools: []string{"calc.add", "calc.slow"}},
+			{Version: "1.1.0", State: loader.StateActive, Runtime: "go-plugin", PID: 4242, StartedAt: &started, InFlight: 1, Restarts: 2, Tools: []string{"calc.add", "calc.slow"}},
 			{Version: "1.0.0", State: loader.StateStopped},
 		}},
 		{Name: "broken", Reason: "no valid version", Versions: []loader.VersionStatus{

@@ -42,7 +42,8 @@ type Skill struct {
 // Version is one version folder of a skill.
 type Version struct {
 	Version       string     `json:"version"`
-	State         string     `json:"state"` // docs/operations.md lists the states
+	State         string     `json:"state"`             // docs/operations.md lists the states
+	Runtime       string     `json:"runtime,omitempty"` // "go-plugin" or "mcp" (an MCP server), from the manifest
 	PID           int        `json:"pid,omitempty"`
 	StartedAt     *time.Time `json:"started_at,omitempty"`
 	InFlight      int64      `json:"in_flight"`
@@ -109,7 +110,7 @@ func skillOf(s loader.SkillStatus) Skill {
 	}
 	for i, v := range s.Versions {
 		out.Versions[i] = Version{
-			Version: v.Version, State: string(v.State), PID: v.PID, StartedAt: v.StartedAt,
+			Version: v.Version, State: string(v.State), Runtime: v.Runtime, PID: v.PID, StartedAt: v.StartedAt,
 			InFlight: v.InFlight, Restarts: v.Restarts, LastError: v.LastError,
 			Problems: problemList(v.Problems), Tools: v.Tools, Uses: v.Uses, DrainDeadline: v.DrainDeadline,
 		}

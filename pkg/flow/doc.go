@@ -1,9 +1,10 @@
-// Package flow is the configuration side of multi-agent runs: the flow file
-// that names a conversation's participants (agent profiles, tool agents
-// that answer by calling a hosted tool, and the human), how the next
-// speaker is chosen (round-robin, an admin model's selector, or a workflow
-// graph whose edges carry CEL conditions), when the run ends, what each
-// participant sees of the conversation, and the stall guard.
+// Package flow runs multi-agent conversations. A flow file names the
+// participants (agent profiles, tool agents that answer by calling a
+// hosted tool, and the human), how the next speaker is chosen (round-robin,
+// an admin model's selector, or a workflow graph whose edges carry CEL
+// conditions), when the run ends, what each participant is shown, and the
+// stall guard. The [Engine] runs flows against a [Model] and the tool
+// registry, and serves them over HTTP through [API].
 //
 // Loading validates everything a file can get wrong before any run starts
 // and reports every problem at once, each with its path in the file:
@@ -12,9 +13,12 @@
 // compiled once at load and evaluated with a cost limit, so a condition can
 // neither fail to parse in the middle of a run nor run away with the CPU.
 //
-// The run engine (package runs) consumes a [Flow]: it asks
-// [Flow.NextCandidates] who may speak next, [Flow.ToolArguments] what a tool
-// agent sends, [Flow.ShouldStop] whether to end, and [ContextPolicy.Select]
-// what a participant is shown. This package holds no goroutines and does no
-// I/O beyond reading flow files.
+// The engine keeps the rules of the durable run log (package runs): every
+// step is an event, made durable before the run acts on it (a tool call
+// before it is made, its result before the next model call), budgets are
+// checked before every call, and every run ends with a stop reason. Each
+// drive of a run starts by reading its log, so a first start, a wake-up by
+// a human's message and a resume after a crash are one code path, and a
+// call whose result is logged is never made again. A run waiting for a
+// human holds no goroutine. docs/flows.md describes it all.
 package flow

@@ -161,3 +161,13 @@ func Parse(name string, data []byte, format string, profiles ProfileSet) (*Flow,
 	}
 	return f, nil
 }
+
+// NewSet makes a set of flows already parsed (Parse), for a program that
+// builds its flows itself; a later flow of the same name wins.
+func NewSet(flows ...*Flow) *Set {
+	s := &Set{byName: make(map[string]*Flow, len(flows))}
+	for _, f := range flows {
+		s.byName[f.Name] = f
+	}
+	return s
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/agent"
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/loader"
+	"github.com/skillhost/skillhost/pkg/mcprt"
 	"github.com/skillhost/skillhost/pkg/registry/embed"
 )
 
@@ -61,6 +62,12 @@ type Config struct {
 	// SkillUser is the account every skill runs as (a name, a uid or
 	// uid:gid; proc.LookupSkillUser). Default: the host's own.
 	SkillUser string
+	// Interpreters is the operator's allow map for skills whose manifest
+	// says "runtime": "mcp": the only host programs such a manifest can
+	// name as its command, by a logical name (node → /usr/bin/node). A
+	// version naming another fails with a named error; others are
+	// unaffected. It is a flag.Value, for a repeated --runtime name=/path.
+	Interpreters Interpreters
 
 	// OwnsProcess says the host is the whole program (host serve, host
 	// mcp), so it may change its process: it makes it non-dumpable
@@ -80,6 +87,10 @@ type Config struct {
 	// Agent mounts the agent loop at POST /v1/chat, and its counters on
 	// /metrics. Default: none.
 	Agent *AgentConfig
+	// Runs mounts the multi-agent runs at /v1/runs and /v1/flows, with the
+	// profiles and model of Agent, logged under StateDir (required).
+	// Unfinished runs resume once the skills are loaded. Default: none.
+	Runs *RunsConfig
 	// Console serves the operator console at /ui/. Default off.
 	Console bool
 	// Faces are more ways in, mounted after the ones above, in order.
@@ -132,3 +143,7 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// Interpreters is mcprt.Interpreters, here so that cmd/host can fill it from
+// its flags without importing the runtime.
+type Interpreters = mcprt.Interpreters

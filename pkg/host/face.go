@@ -59,7 +59,10 @@ type Mount struct {
 	Events   *events.Bus
 	Metrics  *metrics.Metrics
 	Logger   hclog.Logger // named for the face
-	api      *api.Server
+	// Ready is closed once the first scan after Start has settled (every
+	// skill started or failed): work a face resumes at start waits for it.
+	Ready <-chan struct{}
+	api   *api.Server
 }
 
 // Handle routes pattern (net/http.ServeMux syntax) to h on the API, behind
@@ -74,6 +77,9 @@ func builtinFaces(cfg Config) []Face {
 	}
 	if cfg.Agent != nil {
 		fs = append(fs, &agentFace{cfg: *cfg.Agent})
+	}
+	if cfg.Runs != nil {
+		fs = append(fs, &runsFace{cfg: *cfg.Runs, agent: cfg.Agent, stateDir: cfg.StateDir})
 	}
 	if cfg.Console {
 		fs = append(fs, consoleFace{})

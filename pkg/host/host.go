@@ -83,7 +83,7 @@ func New(cfg Config) (_ *Host, err error) {
 	if cfg.Tokens.Admin != "" && cfg.Tokens.Admin == cfg.Tokens.Invoke {
 		errs = append(errs, errors.New("the admin and invoke tokens are the same; the invoke token would have admin rights"))
 	}
-	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Console) {
+	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Runs != nil || cfg.Console) {
 		errs = append(errs, errors.New("faces need the HTTP API: set Config.Listen"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -159,7 +159,7 @@ func New(cfg Config) (_ *Host, err error) {
 		Grace: cfg.Grace, StartTimeout: cfg.StartTimeout, StrictModes: cfg.StrictModes, SkillUser: skillUser,
 		Watch: cfg.Watch, Debounce: cfg.Debounce, Resync: cfg.Resync, MaxParallelStarts: cfg.MaxParallelStarts,
 		SkillGOMAXPROCS: cfg.SkillGOMAXPROCS, State: state, DigestCache: cfg.DigestCache,
-		Reaper: reaper, Subreaper: cfg.OwnsProcess,
+		Reaper: reaper, Subreaper: cfg.OwnsProcess, Interpreters: cfg.Interpreters,
 		OnSwap: h.met.ObserveSwap, OnScan: h.met.ObserveScan, OnEvent: h.publishLifecycle,
 	})
 	if err != nil {
@@ -172,7 +172,7 @@ func New(cfg Config) (_ *Host, err error) {
 	h.api = api.New(api.Config{Registry: h.reg, Skills: h.ld, Logger: log, Events: h.bus, Catalog: h.ld.Catalog()})
 	h.api.Handle("GET /metrics", h.met.Handler())
 	for _, f := range builtinFaces(cfg) {
-		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), api: h.api}
+		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), Ready: h.ready, api: h.api}
 		if err := f.Mount(m); err != nil {
 			return nil, fmt.Errorf("host: %s: %w", f.Name(), err)
 		}
@@ -343,7 +343,9 @@ func (h *Host) Run(ctx context.Context) error {
 }
 
 // Rescan reads the tree now and waits until every skill has acted on it,
-// then logs the outcome. Shutdown ends the wait.
+// then logs the outcome, and has every face that is a Reloader re-read its
+// own configuration (the runs face its flows); their errors are joined.
+// Shutdown ends the wait.
 func (h *Host) Rescan(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -352,7 +354,15 @@ func (h *Host) Rescan(ctx context.Context) error {
 		return err
 	}
 	h.summary("rescan done")
-	return nil
+	var errs []error
+	for _, f := range h.faces {
+		if r, ok := f.(Reloader); ok {
+			if err := r.Reload(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Shutdown stops the host: it stops accepting requests, ends event

@@ -400,3 +400,55 @@ func TestStateStoreIsTheOperatorsWord(t *testing.T) {
 		t.Errorf("alpha after enable: %d %s", code, body)
 	}
 }
+
+// TestHostServesAnMCPServer: a dropped-in npm MCP server serves through the
+// API once its interpreter is allowed, /v1/skills shows its runtime, and a
+// version naming an interpreter the operator did not allow fails alone,
+// with the reason.
+func TestHostServesAnMCPServer(t *testing.T) {
+	src, node := testenv.NPMServers(t)
+	root := t.TempDir()
+	if _, err := testenv.InstallMCP(root, "memory", "1.0.0", src, nil, testenv.MemoryJS); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.InstallMCP(root, "py", "1.0.0", t.TempDir(), func(m map[string]any) { m["command"] = "python3" }, "server.py"); err != nil {
+		t.Fatal(err)
+	}
+	interp := Interpreters{}
+	if err := interp.Set("node=" + node); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{
+		Skills: root, Listen: "127.0.0.1:0", StateDir: t.TempDir(), StartTimeout: time.Minute, Interpreters: interp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	select {
+	case <-h.Ready():
+	case <-time.After(90 * time.Second):
+		t.Fatal("the first scan never settled")
+	}
+	base := "http://" + h.Addr().String()
+	resp, err := http.Post(base+"/v1/tools/memory.read_graph/invoke", "application/json", strings.NewReader(`{"arguments":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"entities"`) {
+		t.Errorf("invoke memory.read_graph: %d %.300s", resp.StatusCode, body)
+	}
+	for path, want := range map[string]string{
+		"/v1/skills/memory": `"runtime":"mcp"`,
+		"/v1/skills/py":     `is not an interpreter the operator allows (allowed: node)`,
+	} {
+		if code, body := get(t, base+path); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d %.400s", path, code, body)
+		}
+	}
+}

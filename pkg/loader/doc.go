@@ -21,6 +21,13 @@
 // always drained (no new leases, in-flight calls finished or the grace period
 // over) before Kill is called.
 //
+// A version whose manifest says "runtime": "mcp" is a stdio MCP server that
+// pkg/mcprt runs (a verified copy of the whole folder, an interpreter the
+// operator allowed by name: Config.Interpreters). It lives in the same
+// instance as a go-plugin process, behind the small runtimeProc interface, so
+// leases, drain, backoff, the swap and the status are one code for both; the
+// server's tools/list_changed makes the supervisor describe it again.
+//
 // This package decides when a skill's process starts and stops; how (the
 // process attributes, the verified copy, the mutual TLS keys, the watchdog
 // and the orphan sweeper) is pkg/proc's. Operator decisions come from a

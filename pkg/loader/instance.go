@@ -74,6 +74,8 @@ type instance struct {
 	abortStart func()        // kills the process during its handshake (start)
 	stopOnce   sync.Once
 	onExit     func(*instance) // called once on an exit that was not asked for, before exited closes
+
+	rt runtimeProc // nil: go-plugin, run by the fields above; else another runtime (runtime.go)
 }
 
 var _ registry.Backend = (*instance)(nil)
@@ -370,11 +372,11 @@ func (inst *instance) spec() registry.SkillSpec {
 	m := inst.ver.Manifest
 	l := m.Limits.WithDefaults()
 	tags := m.Tags
-	if len(tags) == 0 {
+	if len(tags) == 0 && inst.desc != nil {
 		tags = inst.desc.Tags
 	}
 	desc := m.Description
-	if desc == "" {
+	if desc == "" && inst.desc != nil {
 		desc = inst.desc.Description
 	}
 	s := registry.SkillSpec{
@@ -383,6 +385,10 @@ func (inst *instance) spec() registry.SkillSpec {
 			Timeout: l.Timeout(), MaxConcurrency: l.MaxConcurrency,
 			MaxRequestBytes: l.MaxRequestBytes, MaxResponseBytes: l.MaxResponseBytes,
 		},
+	}
+	if inst.rt != nil {
+		s.Tools = inst.rt.Tools()
+		return s
 	}
 	for _, t := range inst.desc.Tools {
 		ts := registry.ToolSpec{
@@ -398,6 +404,9 @@ func (inst *instance) spec() registry.SkillSpec {
 }
 
 func (inst *instance) toolNames() []string {
+	if inst.rt != nil {
+		return inst.runtimeToolNames()
+	}
 	if inst.desc == nil {
 		return nil
 	}
@@ -446,6 +455,9 @@ func (inst *instance) beginDrain(grace time.Duration) {
 // so the skill's side arms none either; when it fires, the cancellation
 // reaches the skill as a reset stream.
 func (inst *instance) Invoke(ctx context.Context, tool string, args []byte, maxResponse int64) ([]byte, error) {
+	if inst.rt != nil {
+		return inst.rt.Invoke(ctx, tool, args, maxResponse)
+	}
 	req := &skillpb.InvokeRequest{Tool: tool, Arguments: args}
 	if inst.host != nil {
 		token, end := inst.host.begin(ctx)
@@ -531,6 +543,10 @@ func (inst *instance) stop(ctx context.Context, grace time.Duration) {
 // Safe to call more than once.
 func (inst *instance) kill() {
 	inst.stopOnce.Do(func() {
+		if inst.rt != nil {
+			inst.killRuntime()
+			return
+		}
 		inst.stopping.Store(true)
 		if inst.client != nil {
 			inst.client.Kill()

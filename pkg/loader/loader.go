@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/mcprt"
 	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
@@ -78,6 +79,11 @@ type Config struct {
 	// host mcp), never for a library user or a test binary. Ignored off
 	// Linux.
 	Subreaper bool
+	// Interpreters is the operator's allow map for "runtime": "mcp"
+	// versions (host serve --runtime node=/usr/bin/node): the only host
+	// programs a manifest can name as its command. A version naming another
+	// fails with mcprt.ErrUnknownInterpreter; the others are unaffected.
+	Interpreters mcprt.Interpreters
 	// Watch follows the tree with fsnotify after Start.
 	Watch bool
 	// Debounce is the quiet period that merges bursts of file events.
@@ -125,6 +131,7 @@ type Loader struct {
 	digestSaveFailing bool
 	launchSem         chan struct{}
 	bins              *proc.BinCache
+	mcp               mcpCopies // the "mcp" runtime's verified folder copies
 
 	ctx        context.Context // canceled by Close: supervisors and the watcher stop
 	cancel     context.CancelFunc
@@ -511,12 +518,16 @@ func (l *Loader) launchVersion(ctx context.Context, ver manifest.Version, s *sup
 	}
 	defer func() { <-l.launchSem }()
 	l.emit(Event{Skill: ver.Skill, Version: ver.Version, State: StateStarting})
-	return launch(ctx, launchConfig{
+	cfg := launchConfig{
 		bins: l.bins, startTimeout: l.cfg.StartTimeout, logger: l.log,
 		maxDescribe: l.cfg.MaxDescribeBytes, onExit: s.onExit, textBusyTries: 5,
 		user: l.cfg.SkillUser, reaper: l.reaper, sweeper: l.sweeper, mtls: l.mtls, sockDir: l.sockDir,
 		gomaxprocs: l.cfg.SkillGOMAXPROCS, reg: l.reg,
-	}, ver)
+	}
+	if ver.Manifest.RuntimeName() == manifest.RuntimeMCP {
+		return launchMCP(ctx, cfg, ver, s)
+	}
+	return launch(ctx, cfg, ver)
 }
 
 // put publishes inst's tools. Everything in a spec comes from the skill, so
@@ -628,6 +639,7 @@ func (l *Loader) Close(ctx context.Context) error {
 			<-l.sweepStopped
 		}
 		l.reaper.Close() // every skill is stopped: the watchdog may go
+		l.mcp.close()
 		os.RemoveAll(l.cfg.RunDir)
 	})
 	return nil

@@ -25,6 +25,7 @@ const (
 type VersionStatus struct {
 	Version       string            `json:"version"`
 	State         State             `json:"state"`
+	Runtime       string            `json:"runtime,omitempty"` // "go-plugin" or "mcp", from the manifest
 	PID           int               `json:"pid,omitempty"`
 	StartedAt     *time.Time        `json:"started_at,omitempty"`
 	InFlight      int64             `json:"in_flight"`

@@ -30,6 +30,7 @@ type supervisor struct {
 	dones    []chan struct{}
 	wake     chan struct{} // capacity 1: merges bursts of updates
 	crashCh  chan *instance
+	retool   chan struct{} // capacity 1: the active instance's tools changed (runtime.go)
 
 	restartTimer *time.Timer
 	restartN     int
@@ -51,7 +52,7 @@ type supervisor struct {
 
 func newSupervisor(l *Loader, name string) *supervisor {
 	return &supervisor{
-		l: l, name: name, wake: make(chan struct{}, 1), crashCh: make(chan *instance, 16),
+		l: l, name: name, wake: make(chan struct{}, 1), crashCh: make(chan *instance, 16), retool: make(chan struct{}, 1),
 		draining: map[*instance]struct{}{}, failed: map[string]string{}, incomplete: map[string]string{},
 		restarts: map[string]int{}, lastErr: map[string]string{},
 	}
@@ -107,6 +108,8 @@ func (s *supervisor) run(ctx context.Context) {
 		case <-restartC:
 			s.restartTimer = nil
 			s.restart(ctx)
+		case <-s.retool:
+			s.redescribe(ctx)
 		}
 	}
 }
@@ -307,11 +310,18 @@ func (s *supervisor) swapTo(ctx context.Context, ver manifest.Version, why strin
 	s.starting = ""
 	if err != nil {
 		s.lastErr[ver.Version] = err.Error()
-		if errors.Is(err, proc.ErrIncomplete) {
+		switch {
+		case errors.Is(err, proc.ErrIncomplete):
 			s.l.hashes.Forget(ver.EntrypointPath) // the scan's digest, maybe cached, was not the file's
 			s.incomplete[ver.Fingerprint] = err.Error()
-		} else {
+		case restart:
+			// A crash loop keeps retrying; it is not a bad version, and no
+			// status read in between may say it is.
+		default:
 			s.failed[ver.Fingerprint] = err.Error()
+		}
+		if restart {
+			s.restarts[ver.Version]++
 		}
 		s.mu.Unlock()
 		state := StateFailed
@@ -442,8 +452,6 @@ func (s *supervisor) restart(ctx context.Context) {
 	}
 	if !s.swapTo(ctx, *ver, "restarted after a crash", true) {
 		s.mu.Lock()
-		delete(s.failed, ver.Fingerprint) // a crash loop keeps retrying; it is not a bad version
-		s.restarts[ver.Version]++
 		still := s.crashed != nil
 		s.mu.Unlock()
 		if still {
@@ -488,6 +496,7 @@ func (s *supervisor) status() SkillStatus {
 		vs := get(v.Version)
 		vs.Problems = v.Problems
 		if v.Manifest != nil {
+			vs.Runtime = v.Manifest.RuntimeName()
 			vs.Uses = v.Manifest.Uses
 		}
 		switch v.Status {
@@ -567,6 +576,7 @@ func (s *supervisor) drainingByAge() []*instance {
 
 func fillInstance(vs *VersionStatus, inst *instance) {
 	vs.PID = inst.pid
+	vs.Runtime = inst.ver.Manifest.RuntimeName()
 	t := inst.startedAt
 	vs.StartedAt = &t
 	vs.InFlight = inst.inFlight()

@@ -82,8 +82,11 @@ func (w *watcher) add(dir string) {
 }
 
 // entrypointDirs returns the folders between vdir and the entrypoint its
-// manifest names, when that is in a subfolder; nothing for a manifest that
-// is missing, malformed or names a path outside (the scan reports those).
+// manifest names (or an MCP version's command file), when that is in a
+// subfolder; nothing for a manifest that is missing, malformed or names a
+// path outside (the scan reports those). Other files deep in an MCP
+// version's folder (its node_modules) are not watched: an edit there in
+// place is seen at the periodic resync; an install renames a whole folder.
 func entrypointDirs(vdir string) []string {
 	b, err := os.ReadFile(filepath.Join(vdir, manifest.FileName))
 	if err != nil {
@@ -91,8 +94,15 @@ func entrypointDirs(vdir string) []string {
 	}
 	var m struct {
 		Entrypoint string `json:"entrypoint"`
+		Command    string `json:"command"`
 	}
-	if json.Unmarshal(b, &m) != nil || !filepath.IsLocal(m.Entrypoint) {
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	if m.Entrypoint == "" && strings.Contains(m.Command, "/") {
+		m.Entrypoint = m.Command
+	}
+	if !filepath.IsLocal(m.Entrypoint) {
 		return nil
 	}
 	var dirs []string

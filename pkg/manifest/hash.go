@@ -17,7 +17,7 @@ import (
 
 // maxCachedHashes bounds the cache. Entries for files that went away are never looked up
 // again; rather than track them, the cache starts over when it grows past any plausible tree.
-const maxCachedHashes = 8192
+const maxCachedHashes = 1 << 17 // an MCP server's node_modules is thousands of files
 
 // errChangedWhileHashing means the file was modified between the start and the end of hashing:
 // a write in progress, so the digest means nothing yet.

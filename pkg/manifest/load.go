@@ -76,7 +76,9 @@ type Version struct {
 // and version must equal the folder names; the entrypoint must stay inside the folder (no
 // "..", no absolute path, no symlink out, no symlink loop), be an executable regular file, be
 // an ELF binary for runtime.GOARCH or a "#!" script whose interpreter exists, and match its
-// sha256. Everything found is reported, never just the first problem.
+// sha256. An MCP version ("runtime": "mcp") has no entrypoint: its whole folder must match
+// the folder digest instead (see FolderDigest). Everything found is reported, never just
+// the first problem.
 //
 // A checksum mismatch, a missing entrypoint and a missing, empty or truncated manifest make
 // the version StatusIncomplete rather than invalid: that is what a copy in progress looks like.
@@ -177,10 +179,65 @@ func (l *loader) run() {
 	if m.Version != "" && m.Version != v.Version {
 		l.bad("$.version", "%s does not match the version folder %q", quoteTrunc(m.Version), v.Version)
 	}
+	if m.RuntimeName() == RuntimeMCP {
+		if m.Digest != "" && !failed["$.digest"] && !failed["$.runtime"] {
+			fileSum = l.checkFolder(m)
+		}
+		return
+	}
 	if m.Entrypoint == "" || failed["$.entrypoint"] {
 		return
 	}
 	fileSum = l.checkEntrypoint(m, failed["$.sha256"])
+}
+
+// checkCommandFile checks an MCP command that names a file of the folder: it must be there
+// (else a copy in progress) as an executable regular file, not a link (the digest refuses
+// links anyway).
+func (l *loader) checkCommandFile(cmd string) {
+	q := quoteTrunc(cmd)
+	fi, err := os.Lstat(filepath.Join(l.v.Dir, filepath.FromSlash(cmd)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.notYet("$.command", "%s does not exist in the version folder: the copy may be incomplete", q)
+	case err != nil:
+		l.bad("$.command", "%s cannot be read: %v", q, err)
+	case !fi.Mode().IsRegular():
+		l.bad("$.command", "%s is not a regular file (%s)", q, fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 == 0:
+		l.bad("$.command", "%s is not executable (mode %04o); run chmod +x on it", q, fi.Mode().Perm())
+	}
+}
+
+// checkFolder computes the folder digest of an MCP version and compares it with $.digest; it
+// returns the digest ("" when the folder could not be hashed). A mismatch, or a file that
+// changed or went away during the walk, is a copy in progress: incomplete. A file the digest
+// cannot vouch for (a link, a device) or a folder over the caps is invalid. Under DeferHash
+// the folder is not read: the loader hashes the private copy it runs.
+func (l *loader) checkFolder(m *Manifest) string {
+	if strings.Contains(m.Command, "/") {
+		l.checkCommandFile(m.Command)
+	}
+	want := m.DigestHex()
+	if l.opts.DeferHash {
+		l.v.HashDeferred = true
+		return want
+	}
+	got, err := l.opts.Hashes.folderDigest(l.v.Dir)
+	switch {
+	case errors.Is(err, ErrUnsupportedFile), errors.Is(err, ErrFolderTooLarge):
+		l.bad("folder", "%v", err)
+		return ""
+	case errors.Is(err, errChangedWhileHashing), errors.Is(err, fs.ErrNotExist):
+		l.notYet("folder", "%v: the copy may be incomplete", err)
+		return ""
+	case err != nil:
+		l.bad("folder", "cannot hash the version folder: %v", err)
+		return ""
+	case got != want:
+		l.notYet("$.digest", "folder digest mismatch (manifest %s…, folder %s…): the copy may be incomplete", want[:12], got[:12])
+	}
+	return got
 }
 
 // readManifest reads manifest.json, size-capped. It refuses a symlinked manifest: what the

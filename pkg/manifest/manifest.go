@@ -21,22 +21,55 @@ const maxDepth = 32
 // The JSON tags are the wire format documented in docs/manifest.md; the embedded
 // manifest.schema.json is the authoritative description of what each field may hold.
 type Manifest struct {
-	ManifestVersion int               `json:"manifest_version"`
-	Name            string            `json:"name"`
-	Version         string            `json:"version"`
-	Description     string            `json:"description"`
-	Entrypoint      string            `json:"entrypoint"`
-	SHA256          string            `json:"sha256"`
-	Tags            []string          `json:"tags,omitempty"`
-	Tools           []string          `json:"tools,omitempty"`
-	Author          string            `json:"author,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	Limits          Limits            `json:"limits,omitempty"`
+	ManifestVersion int    `json:"manifest_version"`
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	Description     string `json:"description"`
+	// Runtime is how the version runs: RuntimeGoPlugin (also when empty) or RuntimeMCP.
+	Runtime string `json:"runtime,omitempty"`
+	// Entrypoint and SHA256 are a go-plugin version's binary and its digest.
+	Entrypoint string `json:"entrypoint"`
+	SHA256     string `json:"sha256"`
+	// Command, Args and Digest are an MCP version's: the interpreter the operator allows by
+	// name ("node") or a file in the folder ("./server"), its arguments, and the folder
+	// digest ("sha256:<hex>", see FolderDigest) that vouches for every file it may run.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Digest  string            `json:"digest,omitempty"`
+	Tags    []string          `json:"tags,omitempty"`
+	Tools   []string          `json:"tools,omitempty"`
+	Author  string            `json:"author,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Limits  Limits            `json:"limits,omitempty"`
 	// Uses lists the hosted tools the skill may call through the host
 	// (sdk.Call): qualified names "skill.tool", or "skill.*" for every tool
 	// of a skill. A call to any other tool is refused. Empty: the skill
 	// calls nothing, and the host serves it no Host service at all.
 	Uses []string `json:"uses,omitempty"`
+}
+
+// The runtimes a manifest can name.
+const (
+	// RuntimeGoPlugin: a go-plugin binary speaking the skill protocol (sdk/proto). The default.
+	RuntimeGoPlugin = "go-plugin"
+	// RuntimeMCP: a stdio MCP server in any language (pkg/mcprt).
+	RuntimeMCP = "mcp"
+)
+
+// RuntimeName is the manifest's runtime with the default applied.
+func (m *Manifest) RuntimeName() string {
+	if m == nil || m.Runtime == "" {
+		return RuntimeGoPlugin
+	}
+	return m.Runtime
+}
+
+// DigestHex is the hex part of Digest ("" when Digest is not a sha256 digest).
+func (m *Manifest) DigestHex() string {
+	if h, ok := strings.CutPrefix(m.Digest, DigestPrefix); ok {
+		return h
+	}
+	return ""
 }
 
 // MayCall reports whether the manifest's uses lists the tool skill.tool,

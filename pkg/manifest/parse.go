@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,7 @@ func codeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problems {
 			ps = append(ps, Problem{"$.version", fmt.Sprintf("%s is not a strict semantic version (MAJOR.MINOR.PATCH, no leading \"v\"): %v", quoteTrunc(m.Version), err)})
 		}
 	}
+	ps = append(ps, runtimeChecks(m, obj, bad)...)
 	if has("entrypoint") {
 		if msg := entrypointSyntax(m.Entrypoint); msg != "" {
 			ps = append(ps, Problem{"$.entrypoint", msg})
@@ -132,6 +134,45 @@ func codeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problems {
 		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
 			if strings.IndexByte(m.Env[k], 0) >= 0 {
 				ps = append(ps, Problem{jsonPath(obj, []string{"env", k}), "contains a NUL byte, which cannot be passed in a process environment"})
+			}
+		}
+	}
+	return ps
+}
+
+// runtimeChecks requires the fields of the manifest's runtime and refuses the other
+// runtime's, which would otherwise be silently ignored: a go-plugin version runs its
+// entrypoint, checked by sha256; an MCP version runs its command, checked by the folder digest.
+func runtimeChecks(m *Manifest, obj map[string]any, bad map[string]bool) Problems {
+	if bad["$.runtime"] {
+		return nil
+	}
+	need, refuse := []string{"entrypoint", "sha256"}, []string{"command", "args", "digest"}
+	rt := m.RuntimeName()
+	if rt == RuntimeMCP {
+		// An MCP server cannot call hosted tools (sdk.Call is the Go SDK's), so uses is refused.
+		need, refuse = []string{"command", "digest"}, append(need, "uses")
+	}
+	var ps Problems
+	for _, k := range need {
+		if _, ok := obj[k]; !ok {
+			ps = append(ps, Problem{"$." + k, fmt.Sprintf("is required but missing (runtime %q)", rt)})
+		}
+	}
+	for _, k := range refuse {
+		if _, ok := obj[k]; ok {
+			ps = append(ps, Problem{"$." + k, fmt.Sprintf("is not used by runtime %q; remove it", rt)})
+		}
+	}
+	if rt == RuntimeMCP && !bad["$.command"] && m.Command != "" {
+		if msg := commandSyntax(m.Command); msg != "" {
+			ps = append(ps, Problem{"$.command", msg})
+		}
+	}
+	if !bad["$.args"] {
+		for i, a := range m.Args {
+			if strings.IndexByte(a, 0) >= 0 {
+				ps = append(ps, Problem{"$.args[" + strconv.Itoa(i) + "]", "contains a NUL byte, which cannot be passed to a process"})
 			}
 		}
 	}
@@ -166,6 +207,32 @@ func usesProblems(uses []string, bad map[string]bool) Problems {
 		}
 	}
 	return ps
+}
+
+// interpNameRE is what an interpreter's logical name looks like (pkg/mcprt's rule): short and
+// plain, so that it can never be mistaken for a path.
+var interpNameRE = regexp.MustCompile(`^[a-z][a-z0-9._+-]{0,63}$`)
+
+// commandSyntax checks an MCP command as a string: which interpreters the operator allows is
+// the host's to know (--runtime), so a bare name is only checked for its form here.
+func commandSyntax(c string) string {
+	q := quoteTrunc(c)
+	switch {
+	case strings.IndexByte(c, 0) >= 0:
+		return q + " contains a NUL byte"
+	case strings.HasPrefix(c, "/"):
+		return q + " is an absolute path; name an interpreter the operator allows (--runtime name=/path) or a file inside the version folder (./server)"
+	case strings.Contains(c, `\`):
+		return q + ` contains "\"; use "/" to separate folders`
+	case strings.Contains(c, "/"):
+		if msg := entrypointSyntax(c); msg != "" {
+			return msg
+		}
+		return ""
+	case !interpNameRE.MatchString(c):
+		return q + " is neither an interpreter name (" + interpNameRE.String() + ") nor a path inside the version folder (with a /, as in ./server)"
+	}
+	return ""
 }
 
 // entrypointSyntax checks the entrypoint as a string. Load checks it again against the real

@@ -76,18 +76,20 @@ const (
 )
 
 // Spec is the runtime part of a "runtime": "mcp" manifest: what to run and
-// what the version folder must hash to. Its JSON names are the manifest's.
+// what the version folder must hash to. The loader fills it from the
+// manifest's command, args and digest (SHA256 is the digest's hex, without
+// its "sha256:").
 type Spec struct {
 	// Command is a logical interpreter name from the operator's allow map
 	// ("node"), or a path to an executable file inside the version folder,
 	// which must contain a slash ("./server", "bin/server"). A bare name is
 	// never looked up in PATH.
-	Command string `json:"command"`
+	Command string
 	// Args are passed as they are; the working directory is the private
 	// copy of the version folder, so relative paths name its files.
-	Args []string `json:"args,omitempty"`
+	Args []string
 	// SHA256 is the folder digest (see FolderDigest), 64 lowercase hex.
-	SHA256 string `json:"sha256"`
+	SHA256 string
 }
 
 // Check reports every problem of s at once without touching the file

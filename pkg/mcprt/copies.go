@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
 )
 
 // Copies keeps verified copies of version folders for reuse, so that a
@@ -91,7 +93,7 @@ func (c *Copies) acquire(ctx context.Context, src, digest string, user *User) (s
 			return "", nil, ctx.Err()
 		}
 		if e.err == nil {
-			got, err := walkFolder(ctx, e.path, nil)
+			got, err := manifest.HashFolder(ctx, e.path, nil)
 			if err == nil && got == digest {
 				return e.path, func() { c.release(key, e) }, nil
 			}

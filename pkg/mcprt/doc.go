@@ -32,9 +32,9 @@
 // notifications/tools/list_changed calls Config.OnToolsChanged, after which
 // the loader calls [Instance.Describe] and swaps the new set in.
 //
-// What the loader keeps doing itself: leases and draining around Invoke,
-// restart with backoff on OnExit, the registry swap, status and events. The
-// loader needs from an Instance what it needs from a go-plugin instance
-// today: Launch (start and describe), Tools, Invoke, Ping, Exited and
-// OnExit (crash detection), Close (graceful) and Kill.
+// What the loader (pkg/loader, runtime_mcp.go) keeps doing itself, as for a
+// go-plugin skill: leases and draining around Invoke, restart with backoff
+// when Exited closes unasked, the registry swap, status and events. The
+// folder digest itself is pkg/manifest's ([manifest.FolderDigest]), so that
+// the scan judges a folder by the same rule the copy is checked with.
 package mcprt

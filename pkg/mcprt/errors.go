@@ -1,6 +1,10 @@
 package mcprt
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/skillhost/skillhost/pkg/manifest"
+)
 
 // The errors of this package, in one place so that callers can branch on
 // them with errors.Is. Every error returned wraps one of these and says which
@@ -32,10 +36,10 @@ var (
 	// ErrUnsupportedFile: the version folder holds something the digest
 	// cannot vouch for: a symbolic link, a device, a socket, or a name with
 	// a newline or backslash.
-	ErrUnsupportedFile = errors.New("unsupported file in the version folder")
+	ErrUnsupportedFile = manifest.ErrUnsupportedFile
 	// ErrFolderTooLarge: the version folder holds more files or bytes than
 	// the caps allow.
-	ErrFolderTooLarge = errors.New("the version folder is too large")
+	ErrFolderTooLarge = manifest.ErrFolderTooLarge
 
 	// ErrInitializeTimeout: the server did not finish the MCP handshake
 	// (initialize and the first tools/list) within the start timeout. The

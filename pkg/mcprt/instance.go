@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -266,7 +267,9 @@ func newCmd(cfg Config, exe, app, home string, stderr io.Writer) (*exec.Cmd, io.
 	if cfg.ConfigureCmd != nil {
 		cfg.ConfigureCmd(cmd)
 	}
-	setProcAttr(cmd)
+	// SIGKILL, not the SIGTERM of go-plugin skills: a server that ignores
+	// SIGTERM must not outlive its host.
+	proc.SetGroupAttr(cmd, syscall.SIGKILL)
 	return cmd, stdin, stdout, nil
 }
 
@@ -284,7 +287,7 @@ func (inst *Instance) start() error {
 		inst.pid = inst.cmd.Process.Pid
 		started <- nil
 		err := inst.cmd.Wait()
-		killGroup(inst.pid) // children the server left behind
+		proc.KillGroup(inst.pid) // children the server left behind
 		if err == nil {
 			err = errors.New("exit status 0")
 		}
@@ -312,7 +315,7 @@ func (inst *Instance) watchSession() {
 		case <-inst.exited:
 		default:
 			inst.log.Warn("the MCP session ended while the server runs; killing it", "pid", inst.pid)
-			killGroup(inst.pid)
+			proc.KillGroup(inst.pid)
 		}
 	}
 }
@@ -524,7 +527,7 @@ func (inst *Instance) stop(grace time.Duration) {
 			select {
 			case <-inst.exited:
 			case <-t.C:
-				killGroup(inst.pid)
+				proc.KillGroup(inst.pid)
 			}
 			t.Stop()
 		}

@@ -3,8 +3,6 @@ package mcprt
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,53 +13,27 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
-// npm is the one install of the npm servers per test binary.
-var npm struct {
-	once sync.Once
-	dir  string // the installed servers: a version folder for both
-	dgst string // its FolderDigest
-	node string // the node the operator would allow
-	skip string // why the tests skip (no node or npm)
-	err  error
-}
-
 // npmServers installs the pinned public servers once per test binary
-// (scripts/install-mcp-servers.sh) and returns their folder and its digest;
-// it skips the test when node or npm is missing.
+// (testenv.NPMServers) and returns their folder, its digest and the node to
+// allow; it skips the test when node or npm is missing.
 func npmServers(t testing.TB) (dir, digest, node string) {
 	t.Helper()
-	npm.once.Do(func() {
-		cmd := exec.Command("bash", filepath.Join(testenv.ModuleRoot(), "scripts", "install-mcp-servers.sh"))
-		out, err := cmd.Output()
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee) && ee.ExitCode() == 3:
-			npm.skip = strings.TrimSpace(string(ee.Stderr))
-			return
-		case err != nil:
-			npm.err = err
-			if ee != nil {
-				npm.err = errors.New(string(ee.Stderr))
-			}
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		npm.dir = lines[len(lines)-1]
-		npm.node, npm.err = exec.LookPath("node")
-		if npm.err == nil {
-			npm.dgst, npm.err = FolderDigest(npm.dir)
-		}
-	})
-	if npm.skip != "" {
-		t.Skip(npm.skip)
+	dir, node = testenv.NPMServers(t)
+	npmDigest.once.Do(func() { npmDigest.sum, npmDigest.err = FolderDigest(dir) })
+	if npmDigest.err != nil {
+		t.Fatal(npmDigest.err)
 	}
-	if npm.err != nil {
-		t.Fatalf("installing the npm MCP servers: %v", npm.err)
-	}
-	return npm.dir, npm.dgst, npm.node
+	return dir, npmDigest.sum, node
+}
+
+var npmDigest struct {
+	once sync.Once
+	sum  string
+	err  error
 }
 
 // npmConfig is a skill version serving one of the installed servers,
@@ -77,8 +49,10 @@ func npmConfig(t testing.TB, skill string, args ...string) Config {
 	}
 }
 
-const everythingJS = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-const memoryJS = "node_modules/@modelcontextprotocol/server-memory/dist/index.js"
+const (
+	everythingJS = testenv.EverythingJS
+	memoryJS     = testenv.MemoryJS
+)
 
 func TestServerEverything(t *testing.T) {
 	t.Setenv("MCPRT_CANARY_SECRET", "must-not-leak")
@@ -187,7 +161,8 @@ func TestServerCrashRecovery(t *testing.T) {
 }
 
 // scripts/install-mcp-skill.sh writes a version folder whose manifest the
-// runtime launches as it is: the shell's digest is FolderDigest's.
+// scan finds valid (its digest is the folder's) and the runtime launches as
+// it is.
 func TestInstallMCPSkillScript(t *testing.T) {
 	_, _, node := npmServers(t)
 	if _, err := exec.LookPath("jq"); err != nil {
@@ -201,24 +176,17 @@ func TestInstallMCPSkillScript(t *testing.T) {
 		t.Fatalf("install-mcp-skill.sh: %v\n%s", err, out)
 	}
 	dir := filepath.Join(tree, "memory", "2026.8.31")
-	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
-	if err != nil {
-		t.Fatal(err)
+	v := manifest.Load(dir, manifest.Options{StrictModes: true})
+	if v.Status != manifest.StatusValid {
+		t.Fatalf("the installed version is %s: %v", v.Status, v.Problems)
 	}
-	var m struct {
-		Spec
-		Runtime string            `json:"runtime"`
-		Env     map[string]string `json:"env"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.Runtime != "mcp" || m.Command != "node" {
-		t.Fatalf("manifest: %s", raw)
+	m := v.Manifest
+	if m.RuntimeName() != manifest.RuntimeMCP || m.Command != "node" || m.Env["MEMORY_FILE_PATH"] != "${HOME}/memory.jsonl" {
+		t.Fatalf("manifest: %+v", m)
 	}
 	log, _ := testLogger(t)
 	inst := launch(t, Config{
-		Skill: "memory", Version: "2026.8.31", Dir: dir, Spec: m.Spec, Env: m.Env,
+		Skill: "memory", Version: "2026.8.31", Dir: dir, Spec: Spec{Command: m.Command, Args: m.Args, SHA256: m.DigestHex()}, Env: m.Env,
 		Interpreters: Interpreters{"node": node}, RunDir: t.TempDir(), Logger: log, StartTimeout: 60 * time.Second,
 	})
 	if got := invoke(t, inst, "read_graph", `{}`); !strings.Contains(got, "entities") {

@@ -23,6 +23,19 @@ func SetProcAttr(cmd *exec.Cmd, u *SkillUser) {
 	}
 }
 
+// SetGroupAttr gives cmd its own process group and the parent-death signal sig, keeping the
+// attributes already set (a Credential). SetProcAttr does this with SIGTERM, which a go-plugin
+// skill's SDK turns into killing its own group; an MCP server (pkg/mcprt) has no stop protocol
+// beyond stdin closing and may ignore SIGTERM, so it gets SIGKILL. Pdeathsig fires when the
+// forking *thread* exits: fork from a goroutine locked to its thread for the process's life.
+func SetGroupAttr(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+	cmd.SysProcAttr.Pdeathsig = sig
+}
+
 // KillGroup sends SIGKILL to the process group pid leads.
 func KillGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 

@@ -16,6 +16,15 @@ func SetProcAttr(cmd *exec.Cmd, u *SkillUser) {
 	}
 }
 
+// SetGroupAttr gives cmd its own process group, keeping the attributes already set; there is
+// no parent-death signal here, so sig is unused.
+func SetGroupAttr(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+}
+
 // KillGroup sends SIGKILL to the process group pid leads.
 func KillGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 

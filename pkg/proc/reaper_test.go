@@ -13,25 +13,8 @@ import (
 	"github.com/skillhost/skillhost/internal/testenv"
 )
 
-// stubborn starts a process group (a shell and its sleeping child) that
-// ignores SIGTERM, as a hostile skill may; the test kills what is left.
-func stubborn(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60 & wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
-	return cmd
-}
-
-// answering starts a group like stubborn's whose shell answers SIGUSR1 with
+// answering starts a process group (a shell and its sleeping child) that
+// ignores SIGTERM, as a hostile skill may, whose shell answers SIGUSR1 with
 // a line, and returns it with a probe that asks. A SIGKILL sent to the group
 // before the probe is already pending when the probe's signal arrives, so a
 // killed group never answers: unlike a look at /proc, the probe cannot take

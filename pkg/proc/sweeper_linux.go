@@ -33,12 +33,13 @@ const sweepEvery = 2 * time.Second
 // loader starts is registered first: the host's only legitimate children are
 // its skills and the reaper.
 type Sweeper struct {
-	self, sid int
-	log       hclog.Logger
-	kick      chan struct{} // capacity 1: kicks merge
+	self, sid, pgid int
+	log             hclog.Logger
+	kick            chan struct{} // capacity 1: kicks merge
 
 	mu        sync.Mutex
 	launching int          // skills being started whose pid is not known yet
+	deferred  bool         // a sweep spared a child because a launch was under way
 	known     map[int]bool // pids of the children the loader started
 }
 
@@ -49,7 +50,7 @@ func NewSweeper(log hclog.Logger) (*Sweeper, error) {
 		return nil, os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", err)
 	}
 	sid, _ := unix.Getsid(0)
-	return &Sweeper{self: os.Getpid(), sid: sid, log: log, kick: make(chan struct{}, 1), known: map[int]bool{}}, nil
+	return &Sweeper{self: os.Getpid(), sid: sid, pgid: unix.Getpgrp(), log: log, kick: make(chan struct{}, 1), known: map[int]bool{}}, nil
 }
 
 // BeginLaunch records that a skill is being started whose pid is not
@@ -64,7 +65,8 @@ func (s *Sweeper) BeginLaunch() {
 }
 
 // EndLaunch records pid (0: the start failed, and go-plugin has already
-// waited for the process) as a child the loader started.
+// waited for the process) as a child the loader started. The last launch
+// to end asks for the sweep that children spared during launches wait for.
 func (s *Sweeper) EndLaunch(pid int) {
 	if s == nil {
 		return
@@ -74,7 +76,14 @@ func (s *Sweeper) EndLaunch(pid int) {
 	if pid > 0 {
 		s.known[pid] = true
 	}
+	again := s.launching == 0 && s.deferred
+	if again {
+		s.deferred = false
+	}
 	s.mu.Unlock()
+	if again {
+		s.Trigger()
+	}
 }
 
 // Adopt records pid as a child the loader started outside a launch (the
@@ -133,8 +142,11 @@ func (s *Sweeper) Run(done <-chan struct{}) {
 
 // sweep kills and reaps every child of the host the loader did not start,
 // and returns how many it found. While a skill is being started, a child
-// that looks like a freshly started skill (its own process group, the
-// host's session) may be that skill and is left for a later sweep.
+// that looks like a freshly started skill may be that skill and is left for
+// the sweep EndLaunch asks for. Such a child is in the host's session and
+// in a process group of its own, or, between the fork and its setpgid (a
+// window a loaded machine widens), still in the host's group: killing it
+// there failed the skill's start with an empty stdout.
 func (s *Sweeper) sweep() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,7 +155,8 @@ func (s *Sweeper) sweep() int {
 		if p.PPID != s.self || s.known[p.PID] {
 			continue
 		}
-		if s.launching > 0 && p.PGID == p.PID && p.SID == s.sid {
+		if s.launching > 0 && p.SID == s.sid && (p.PGID == p.PID || p.PGID == s.pgid) {
+			s.deferred = true
 			continue
 		}
 		n++

@@ -22,6 +22,9 @@ const sweeperHelperEnv = "PROC_TEST_SWEEPER_HELPER"
 // shell the child started and knows leaves a sleeper behind and exits; the
 // sleeper becomes the child's (it is the subreaper), and the sweeper must
 // kill it, while a process the child started itself and registered lives.
+// A child still in the helper's process group while a launch is under way,
+// as a skill is between its fork and its setpgid, is spared until the
+// launch ends, and swept then since the launch did not claim it.
 func TestSweeperKillsOrphans(t *testing.T) {
 	if os.Getenv(sweeperHelperEnv) == "1" {
 		sweeperHelper()
@@ -31,7 +34,8 @@ func TestSweeperKillsOrphans(t *testing.T) {
 	cmd.Env = append(os.Environ(), sweeperHelperEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	text := string(out)
-	if err != nil || !strings.Contains(text, "orphan killed") || !strings.Contains(text, "known child alive") {
+	if err != nil || !strings.Contains(text, "orphan killed") || !strings.Contains(text, "known child alive") ||
+		!strings.Contains(text, "launching child spared") || !strings.Contains(text, "unclaimed child swept") {
 		t.Fatalf("helper: %v\n%s", err, text)
 	}
 	var orphan int
@@ -78,6 +82,24 @@ func sweeperHelper() {
 	sh.Wait()
 	sw.Forget(sh.Process.Pid)
 
+	fresh := exec.Command("sleep", "60")
+	sw.BeginLaunch()
+	if err := fresh.Start(); err != nil {
+		fail("start: %v", err)
+	}
+	defer fresh.Process.Kill()
+	if n := sw.sweep(); n != 0 || !testenv.Alive(fresh.Process.Pid) {
+		fail("a sweep during a launch killed a child in the helper's process group (%d found)", n)
+	}
+	sw.EndLaunch(0) // the start failed: the child is nobody's
+	select {
+	case <-sw.kick:
+		sw.Trigger() // for Run below
+	default:
+		fail("the end of a launch during which a sweep spared a child asked for no sweep")
+	}
+	fmt.Println("launching child spared")
+
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -86,6 +108,9 @@ func sweeperHelper() {
 	sw.Trigger() // as a skill's exit does
 	if testenv.WaitFor(5*time.Second, func() bool { return !testenv.Alive(orphan) }) {
 		fmt.Println("orphan killed")
+	}
+	if testenv.WaitFor(5*time.Second, func() bool { return !testenv.Alive(fresh.Process.Pid) }) {
+		fmt.Println("unclaimed child swept")
 	}
 	close(done)
 	<-stopped

@@ -110,9 +110,9 @@ func single(q url.Values, key string, problems *FilterProblems) (string, bool) {
 	return vs[0], true
 }
 
-// ParseBool reads a boolean the one way every face of the host reads one:
-// true, false, 1, 0, t, f in any case, as strconv.ParseBool does. Anything
-// else, the empty string included, is an error.
+// ParseBool reads a boolean the one way every face of the host reads one,
+// as strconv.ParseBool does: 1, t, T, true, True, TRUE, and 0, f, F, false,
+// False, FALSE. Anything else, the empty string included, is an error.
 func ParseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(strings.TrimSpace(v))
 	if err != nil {
@@ -152,18 +152,24 @@ func ListParam(q url.Values, key string) []string {
 // most MaxFilterItems of each, valid skill names. It returns every problem.
 func (f Filter) Normalize() (Filter, FilterProblems) {
 	var problems FilterProblems
+	// check lowercases in, reporting each entry valid refuses with the
+	// entry as given.
 	check := func(field string, in []string, valid func(string) string) []string {
 		if len(in) == 0 {
 			return nil
 		}
 		out := make([]string, 0, len(in))
 		for i, s := range in {
-			s = strings.ToLower(strings.TrimSpace(s))
-			if why := valid(s); why != "" {
-				problems = append(problems, FilterProblem{fmt.Sprintf("%s[%d]", field, i), why})
-				continue
+			l := strings.ToLower(strings.TrimSpace(s))
+			why := valid(l)
+			switch {
+			case l == "":
+				problems = append(problems, FilterProblem{fmt.Sprintf("%s[%d]", field, i), "is empty"})
+			case why != "":
+				problems = append(problems, FilterProblem{fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("%q %s", s, why)})
+			default:
+				out = append(out, l)
 			}
-			out = append(out, s)
 		}
 		slices.Sort(out)
 		out = slices.Compact(out)
@@ -173,17 +179,14 @@ func (f Filter) Normalize() (Filter, FilterProblems) {
 		return out
 	}
 	f.Tags = check(ParamTags, f.Tags, func(s string) string {
-		switch {
-		case s == "":
-			return "is empty"
-		case len(s) > maxTagLen:
-			return fmt.Sprintf("%q is longer than %d bytes", s, maxTagLen)
+		if len(s) > maxTagLen {
+			return fmt.Sprintf("is longer than %d bytes", maxTagLen)
 		}
 		return ""
 	})
 	f.Skills = check(ParamSkills, f.Skills, func(s string) string {
 		if !ValidName(s) {
-			return fmt.Sprintf("%q is not a valid skill name", s)
+			return "is not a valid skill name"
 		}
 		return ""
 	})

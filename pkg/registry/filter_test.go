@@ -27,7 +27,7 @@ func TestParseFilter(t *testing.T) {
 		{url.Values{"tags": {strings.Repeat("x", 65)}}, `bad filter: tags[0]: "` + strings.Repeat("x", 65) + `" is longer than 64 bytes`},
 		{url.Values{"tags": {strings.Repeat("t,", 33) + "u"}}, "tags=t%2Cu"}, // deduped first
 		{url.Values{"tags": {manyTags(33)}}, "bad filter: tags: names 33; a filter names at most 32"},
-		{url.Values{"read_only": {"yes"}, "skills": {"A B"}}, `bad filter: read_only: must be true or false, not "yes"; skills[0]: "a b" is not a valid skill name`},
+		{url.Values{"read_only": {"yes"}, "skills": {"A B"}}, `bad filter: read_only: must be true or false, not "yes"; skills[0]: "A B" is not a valid skill name`},
 	} {
 		f, err := ParseFilter(tt.q)
 		got := f.String()

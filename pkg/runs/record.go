@@ -89,7 +89,7 @@ func decodeFields(b []byte) (Event, error) {
 	var ev Event
 	rest, ok := bytes.CutPrefix(b, []byte(`{"seq":`))
 	if !ok {
-		return ev, errors.New(`record does not start with {"seq":`)
+		return ev, errors.New(`record does not start with the {"seq": prefix`)
 	}
 	end := bytes.IndexByte(rest, ',')
 	if end < 0 {

@@ -48,9 +48,9 @@ func TestConsoleSkillsAndActions(t *testing.T) {
 			t.Errorf("%s: uptime %q", s.Name, up)
 		}
 	}
-	p.wait(10*time.Second, "the timeline lists the start-ups", `document.querySelectorAll('#timeline li[data-kind="up"]').length === 4`)
-	p.wait(10*time.Second, "every tool listed", `document.querySelectorAll('#tool-list li[data-tool]').length === 9`)
-	if s := eval[string](p, `document.getElementById('summary').textContent`); s != "4 skills · 9 tools" {
+	p.wait(10*time.Second, "the timeline lists the start-ups", `document.querySelectorAll('#timeline li[data-kind="up"]').length === 5`)
+	p.wait(10*time.Second, "every tool listed", `document.querySelectorAll('#tool-list li[data-tool]').length === 10`)
+	if s := eval[string](p, `document.getElementById('summary').textContent`); s != "5 skills · 10 tools" {
 		t.Errorf("summary = %q", s)
 	}
 	if uses := eval[string](p, row("policyassist")+`.querySelector('td.name .uses').textContent`); uses != "calls calc.evaluate, policy.search_policies" {
@@ -72,7 +72,7 @@ func TestConsoleSkillsAndActions(t *testing.T) {
 		return r.dataset.disabled === 'true' && r.dataset.active === '' && r.querySelector('.badge.s-disabled')
 			&& r.querySelector('button[data-action="enable"]') && r.querySelector('td.others .version[data-version="1.0.0"]'); })()`)
 	p.wait(10*time.Second, "textkit stopped", row("textkit")+`.querySelector('td.others .version[data-state="stopped"]')`)
-	p.wait(10*time.Second, "textkit's tools gone from the list", `document.querySelectorAll('#tool-list li[data-tool]').length === 5 && !document.querySelector('#tool-list li[data-tool^="textkit."]')`)
+	p.wait(10*time.Second, "textkit's tools gone from the list", `document.querySelectorAll('#tool-list li[data-tool]').length === 6 && !document.querySelector('#tool-list li[data-tool^="textkit."]')`)
 	p.wait(10*time.Second, "the drain on the timeline", `document.querySelector('#timeline li[data-skill="textkit"][data-kind="drain"]')`)
 	if !eval[bool](p, row("calc")+`.querySelector('button[data-action="disable"]').__kept === true`) {
 		t.Error("calc's row was rebuilt while textkit changed")

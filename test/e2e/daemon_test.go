@@ -41,7 +41,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/skills", nil)
 	json.Unmarshal(body, &skills)
-	if len(skills.Skills) != 4 {
+	if len(skills.Skills) != 5 {
 		t.Fatalf("skills = %s", body)
 	}
 	for _, s := range skills.Skills {
@@ -65,11 +65,11 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	_, body = d.Do(t, "GET", "/v1/tools", nil)
 	json.Unmarshal(body, &tools)
-	if len(tools.Tools) != 9 {
+	if len(tools.Tools) != 10 {
 		t.Fatalf("tools = %s", body)
 	}
 	_, body = d.Do(t, "GET", "/v1/tools?read_only=true", nil)
-	if n := strings.Count(string(body), `"llm_name"`); n != 9 {
+	if n := strings.Count(string(body), `"llm_name"`); n != 10 {
 		t.Errorf("a filter with no text must list every match, got %d tools", n)
 	}
 	for _, name := range []string{"calc.evaluate", "calc__evaluate"} {
@@ -535,8 +535,8 @@ func TestSIGKILLOfHostTakesSkillsDown(t *testing.T) {
 	}
 	json.Unmarshal(body, &sp)
 	pids = append(pids, sp.Result.PID)
-	if len(pids) < 5 {
-		t.Fatalf("expected 4 skills and a grandchild, got %v", pids)
+	if len(pids) < 7 {
+		t.Fatalf("expected 6 skills (the 5 examples and svc) and a grandchild, got %v", pids)
 	}
 	d.Kill()
 	if !testenv.WaitFor(2*time.Second, func() bool {

@@ -283,7 +283,7 @@ func (r *Runner) install(vm *goja.Runtime, out *output) error {
 	for _, name := range []string{"repeat", "padStart", "padEnd"} {
 		orig, ok := goja.AssertFunction(strProto.Get(name))
 		if !ok {
-			return fmt.Errorf("String.prototype.%s is not a function", name)
+			return fmt.Errorf("the runtime's String.prototype.%s is not a function", name)
 		}
 		guarded := func(call goja.FunctionCall) goja.Value {
 			if n := r.resultLen(name, call); n > float64(r.limits.MaxStringLen) {

@@ -111,7 +111,7 @@ func TestMemoryLimit(t *testing.T) {
 		t.Fatalf("run = %+v", out.Error)
 	}
 	// The garbage it left is not charged to the next script.
-	if out := run(t, r, runIn{Code: "let n = 0; for (let i = 0; i < 3e6; i++) n += i; n"}); !out.OK || out.DurationMS < 20 {
+	if out := run(t, r, runIn{Code: "let n = 0; for (let i = 0; i < 3e5; i++) n += i; n"}); !out.OK || out.DurationMS < 20 {
 		t.Fatalf("the run after a memory_limit (%v ms, long enough for the watchdog to look) = %+v", out.DurationMS, out.Error)
 	}
 }

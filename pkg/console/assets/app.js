@@ -172,19 +172,7 @@
       if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
       setConn('live', 'live');
       st.retry = 0;
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += value.replace(/\r\n?/g, '\n');
-        let i;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          dispatch(block);
-        }
-      }
+      await readSSE(res, (event, data) => onEvent(event, data));
       throw new Error('the stream ended');
     } catch (e) {
       if (ctl.signal.aborted) return;
@@ -194,22 +182,36 @@
     }
   }
 
-  function dispatch(block) {
-    let event = 'message';
-    const data = [];
-    for (const line of block.split('\n')) {
-      if (!line || line[0] === ':') continue;
-      const c = line.indexOf(':');
-      const field = c < 0 ? line : line.slice(0, c);
-      let v = c < 0 ? '' : line.slice(c + 1);
-      if (v[0] === ' ') v = v.slice(1);
-      if (field === 'event') event = v;
-      else if (field === 'data') data.push(v);
+  // readSSE reads server-sent events from a fetch response until it ends,
+  // calling fn(event, data) with each event's JSON data.
+  async function readSSE(res, fn) {
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value.replace(/\r\n?/g, '\n');
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        let event = 'message';
+        const data = [];
+        for (const line of block.split('\n')) {
+          if (!line || line[0] === ':') continue;
+          const c = line.indexOf(':');
+          const field = c < 0 ? line : line.slice(0, c);
+          let v = c < 0 ? '' : line.slice(c + 1);
+          if (v[0] === ' ') v = v.slice(1);
+          if (field === 'event') event = v;
+          else if (field === 'data') data.push(v);
+        }
+        if (!data.length) continue;
+        let p;
+        try { p = JSON.parse(data.join('\n')); } catch (_) { continue; }
+        fn(event, p);
+      }
     }
-    if (!data.length) return;
-    let p;
-    try { p = JSON.parse(data.join('\n')); } catch (_) { return; }
-    onEvent(event, p);
   }
 
   function onEvent(type, p) {
@@ -362,8 +364,13 @@
   // ---- skills table ------------------------------------------------------
   const BAD = new Set(['failed', 'invalid', 'incomplete', 'crashed']);
 
+  // runtimeBadge marks a version that is an MCP server ("runtime": "mcp");
+  // go-plugin, the default, goes unmarked.
+  const runtimeBadge = (v) => v.runtime && v.runtime !== 'go-plugin'
+    ? badge('rt', v.runtime, v.runtime === 'mcp' ? 'an MCP server run as a skill (runtime "mcp")' : 'runtime ' + v.runtime) : null;
+
   function versionLine(v) {
-    const parts = [badge('v', v.version), badge('s-' + v.state, v.state)];
+    const parts = [badge('v', v.version), runtimeBadge(v), badge('s-' + v.state, v.state)];
     if (v.state === 'draining') {
       if (v.drain_deadline) parts.push(h('span', { class: 'countdown', 'data-deadline': v.drain_deadline, text: countdown(v.drain_deadline) }));
       if (v.in_flight) parts.push(h('span', { class: 'why note', text: `${v.in_flight} in flight` }));
@@ -412,7 +419,7 @@
           ? h('div', { class: 'uses', title: 'tools this version may call through the host (manifest uses)', text: 'calls ' + active.uses.join(', ') }) : null);
       const activeCell = h('td', { class: 'active' }, active
         ? h('div', { class: 'version', 'data-version': active.version, 'data-state': active.state },
-          badge('v', active.version), badge('s-' + active.state, active.state),
+          badge('v', active.version), runtimeBadge(active), badge('s-' + active.state, active.state),
           active.last_error ? h('span', { class: BAD.has(active.state) ? 'why' : 'why note', text: active.last_error }) : null)
         : h('span', { class: 'muted', text: '—' }));
       rows.push(h('tr', { 'data-skill': s.name, 'data-active': s.active || '', 'data-disabled': String(!!s.disabled), 'data-pinned': s.pinned || '' },
@@ -818,6 +825,111 @@
       h('pre', { class: 'value', text: json(r.result) }));
   }
 
+  // ---- runs --------------------------------------------------------------
+  // The list comes from GET /v1/runs (on load, on Refresh, and when a
+  // followed run stops); the chosen run's events come from its own stream,
+  // from its first event, so the pane is the run's log as it grows.
+  const runs = { list: [], selected: null, follow: null };
+
+  async function loadRuns() {
+    let data;
+    try {
+      data = await api('GET', '/v1/runs');
+    } catch (e) {
+      $('run-list').replaceChildren(h('li', { class: 'none error', text: `${e.code}: ${e.message}` }));
+      return;
+    }
+    runs.list = (data.runs || []).slice().reverse(); // newest first
+    const items = runs.list.map((r) => h('li', { 'data-run': r.id, 'aria-selected': String(r.id === runs.selected) },
+      h('button', { type: 'button', onclick: () => openRun(r.id) },
+        h('div', { class: 'tname' }, r.name + ' ', runBadge(r.status, r.stop_reason)),
+        h('div', { class: 'tdesc', text: `${r.id} · ${r.rounds} rounds` }))));
+    if (!items.length) items.push(h('li', { class: 'none', text: 'No runs yet: host run FLOW "task", or POST /v1/runs.' }));
+    $('run-list').replaceChildren(...items);
+  }
+
+  const badStops = ['error', 'stall', 'selector_failed', 'reply_failed', 'no_next_hop', 'token_budget', 'time_limit', 'max_rounds'];
+  function runBadge(status, reason) {
+    if (status === 'stopped') return badge(badStops.includes(reason) ? 's-failed' : 's-active', reason, 'stop_reason');
+    return badge(status === 'running' ? 's-starting' : 's-pinned', status.replace(/_/g, ' '), 'status');
+  }
+
+  function openRun(id) {
+    runs.selected = id;
+    for (const li of $('run-list').children) li.setAttribute('aria-selected', String(li.dataset.run === id));
+    if (runs.follow) runs.follow.abort();
+    const ctl = new AbortController();
+    runs.follow = ctl;
+    const events = h('ol', { class: 'timeline run-events', id: 'run-events', 'aria-live': 'polite' });
+    const status = h('span', { id: 'run-status' });
+    const stop = h('button', { type: 'button', class: 'ghost small', id: 'run-stop', onclick: () => stopRun(id) }, 'Stop');
+    $('run-detail').replaceChildren(h('div', { class: 'card-head' }, h('h3', { text: id }), status, stop), events);
+    followRun(id, ctl, events, status, stop);
+  }
+
+  async function followRun(id, ctl, events, status, stop) {
+    status.replaceChildren(runBadge('running'));
+    try {
+      const res = await fetch(`/v1/runs/${encodeURIComponent(id)}/events`, { headers: headers({ Accept: 'text/event-stream' }), cache: 'no-store', signal: ctl.signal });
+      if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
+      await readSSE(res, (kind, ev) => {
+        const li = runEvent(kind, ev.data || {}, id);
+        if (li) events.append(h('li', { 'data-kind': kind, 'data-seq': ev.seq }, h('time', { text: clock(ev.time) }), li));
+        if (kind === 'human_input_wait') status.replaceChildren(runBadge('waiting_for_human'));
+        if (kind === 'human_input') status.replaceChildren(runBadge('running'));
+        if (kind === 'stop') {
+          status.replaceChildren(runBadge('stopped', ev.data.reason));
+          stop.hidden = true;
+          loadRuns();
+        }
+      });
+    } catch (e) {
+      if (!ctl.signal.aborted) events.append(h('li', { class: 'error', text: 'the event stream failed: ' + e.message }));
+    }
+  }
+
+  // runEvent renders one event of a run's log; null for the ones the pane
+  // leaves out (usage is in the summary).
+  function runEvent(kind, d, id) {
+    switch (kind) {
+      case 'started': return h('div', {}, badge('k-up', 'started'), ` flow ${d.name}`);
+      case 'speaker_choice':
+        return h('div', {}, badge('k-swap', '→ ' + d.speaker), ' ', h('span', { class: 'muted reason', text: d.reason }),
+          d.candidates && d.candidates.length > 1 ? h('span', { class: 'muted small', text: ` (of ${d.candidates.join(', ')})` }) : null);
+      case 'transition': return h('div', { class: 'muted small', text: `edge ${d.from} → ${d.to}: ${d.condition || ''}` });
+      case 'message':
+      case 'human_input':
+        return h('div', { class: 'msg' }, h('strong', { text: (d.sender || 'human') + ': ' }), h('span', { class: 'content', text: d.content }));
+      case 'tool_call': return h('div', { class: 'mono small', text: `${d.participant} calls ${d.tool} ${JSON.stringify(d.arguments || {})}` });
+      case 'tool_result':
+        return d.error ? h('div', { class: 'error small', text: `${d.error_code}: ${d.error}` }) : null;
+      case 'human_input_wait': {
+        const input = h('input', { type: 'text', class: 'run-input', placeholder: 'your message', 'aria-label': 'Your message' });
+        return h('form', { class: 'search run-say', onsubmit: (e) => { e.preventDefault(); sayRun(id, input.value, e.target); } },
+          h('span', { class: 'muted', text: 'waiting for the human ' }), input, h('button', { type: 'submit' }, 'Send'));
+      }
+      case 'stop': return h('div', { class: 'stop' }, h('strong', { text: 'stopped: ' + d.reason }), d.detail ? h('span', { class: 'muted', text: ' — ' + d.detail }) : null);
+    }
+    return null;
+  }
+
+  async function sayRun(id, text, form) {
+    try {
+      await api('POST', `/v1/runs/${encodeURIComponent(id)}/input`, { message: text });
+      form.replaceWith(h('span', { class: 'muted', text: 'waited for the human, who answered' }));
+    } catch (e) {
+      notice(`input to run ${id}: ${e.code}: ${e.message}`);
+    }
+  }
+
+  async function stopRun(id) {
+    try {
+      await api('POST', `/v1/runs/${encodeURIComponent(id)}/stop`);
+    } catch (e) {
+      notice(`stop run ${id}: ${e.code}: ${e.message}`);
+    }
+  }
+
   // ---- start -------------------------------------------------------------
   function start() {
     initToken();
@@ -827,9 +939,11 @@
     $('tool-search').addEventListener('submit', (e) => { e.preventDefault(); search(); });
     $('tool-q').addEventListener('input', () => soon(search, 'search', 250));
     $('tool-tags').addEventListener('input', () => soon(search, 'search', 250));
+    $('runs-refresh').addEventListener('click', loadRuns);
     setInterval(tick, 1000);
     renderTimeline();
     connect();
+    loadRuns();
   }
   start();
 })();

@@ -1,0 +1,116 @@
+package testenv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The npm MCP servers' paths inside the folder NPMServers returns.
+const (
+	EverythingJS = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+	MemoryJS     = "node_modules/@modelcontextprotocol/server-memory/dist/index.js"
+)
+
+var npm struct {
+	once      sync.Once
+	dir, node string
+	skip      string // why tests skip: no node or npm
+	err       error
+}
+
+// NPMServers installs the public MCP servers from npm that the "mcp"
+// runtime's tests run unmodified (scripts/install-mcp-servers.sh, once per
+// test binary; CI runs it too) and returns their folder, one version folder
+// for both, and the node an operator would allow. It skips the test, saying
+// why, when node or npm is missing; any other install failure fails it.
+func NPMServers(t testing.TB) (dir, node string) {
+	t.Helper()
+	npm.once.Do(func() {
+		out, err := exec.Command("bash", filepath.Join(ModuleRoot(), "scripts", "install-mcp-servers.sh")).Output()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee) && ee.ExitCode() == 3:
+			npm.skip = strings.TrimSpace(string(ee.Stderr))
+			return
+		case errors.As(err, &ee):
+			npm.err = errors.New(strings.TrimSpace(string(ee.Stderr)))
+			return
+		case err != nil:
+			npm.err = err
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		npm.dir = lines[len(lines)-1]
+		npm.node, npm.err = exec.LookPath("node")
+	})
+	if npm.skip != "" {
+		t.Skip("the npm MCP servers cannot be installed: " + npm.skip)
+	}
+	if npm.err != nil {
+		t.Fatalf("installing the npm MCP servers: %v", npm.err)
+	}
+	return npm.dir, npm.node
+}
+
+// InstallMCP drops root/skill/version into a tree as an installer would: the
+// files of src (hard-linked: the folder digest covers contents, and the host
+// copies them before it runs them; dot files and a manifest left out) and a
+// "runtime": "mcp" manifest running node with args and carrying the folder
+// digest, after edit, staged beside the tree and renamed into place.
+func InstallMCP(root, skill, version, src string, edit func(m map[string]any), args ...string) (string, error) {
+	stage, err := os.MkdirTemp(root, "_stage-")
+	if err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(stage, rel), 0o755)
+		}
+		if rel == "manifest.json" || strings.HasPrefix(rel, ".") {
+			return nil
+		}
+		return os.Link(p, filepath.Join(stage, rel))
+	})
+	if err != nil {
+		return "", err
+	}
+	// The digest as an install script computes it (docs/manifest.md).
+	cmd := exec.Command("sh", "-c", `find . -type f ! -path ./manifest.json -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1`)
+	cmd.Dir = stage
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("folder digest: %w", err)
+	}
+	m := map[string]any{
+		"manifest_version": 1, "name": skill, "version": version, "description": "The MCP server " + skill + ".",
+		"runtime": "mcp", "command": "node", "args": args, "digest": "sha256:" + strings.TrimSpace(string(out)),
+		"tags": []string{"mcp"},
+	}
+	if edit != nil {
+		edit(m)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(stage, "manifest.json"), b, 0o644); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, skill, version)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(stage, dir)
+}
