@@ -93,7 +93,7 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 		list = body.Skills
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKILL\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tUSES\tNOTE")
+	fmt.Fprintln(tw, "SKILL\tKIND\tVERSION\tSTATE\tPID\tUPTIME\tIN-FLIGHT\tRESTARTS\tUSES\tNOTE")
 	for _, s := range list {
 		note := s.Reason
 		if s.Disabled {
@@ -117,11 +117,19 @@ var runSkills = cliCommand("skills", "[NAME]", 0, 1, nil, func(c *client, args [
 			if len(v.Uses) > 0 {
 				uses = strings.Join(v.Uses, ",")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, uses, n)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Name, kindOf(s), v.Version, v.State, pid, ago(v.StartedAt), v.InFlight, v.Restarts, uses, n)
 		}
 	}
 	return tw.Flush()
 })
+
+// kindOf is a skill's kind for the table; a daemon too old to say is serving binaries.
+func kindOf(s api.Skill) string {
+	if s.Kind == "" {
+		return api.KindBinary
+	}
+	return s.Kind
+}
 
 // firstLine is the first line of s, cut to 100 characters (runes, never
 // inside one: descriptions are often Chinese).

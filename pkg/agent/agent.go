@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillhost/skillhost/internal/fileio"
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/skills"
 )
 
 // DefaultBaseURL is OpenAI's API, used when Config.BaseURL is empty.
@@ -27,6 +28,9 @@ type Config struct {
 	Registry *registry.Registry
 	// Profiles are the agent kinds runs may name. Default: DefaultProfiles.
 	Profiles *Profiles
+	// Skills is the catalog of Agent Skills (the loader's), offered to models as a short
+	// catalog with activate_skill (see disclose.go). Nil: no skills.
+	Skills *skills.Catalog
 
 	// BaseURL is the OpenAI-compatible API root, e.g.
 	// http://127.0.0.1:11434/v1 for Ollama. Default DefaultBaseURL.
@@ -242,6 +246,8 @@ type Counters struct {
 	InvalidArguments int `json:"invalid_arguments"` // arguments not JSON, or failing the schema
 	ToolErrors       int `json:"tool_errors"`       // other failed calls
 	Delegations      int `json:"delegations"`
+	SkillActivations int `json:"skill_activations,omitempty"` // activate_skill calls that returned instructions
+	ToolSearches     int `json:"tool_searches,omitempty"`     // search_tools calls
 }
 
 // Stats are an Agent's cumulative counters, for metrics.
@@ -278,6 +284,8 @@ func (a *Agent) account(c Counters, failed bool) {
 	s.InvalidArguments += c.InvalidArguments
 	s.ToolErrors += c.ToolErrors
 	s.Delegations += c.Delegations
+	s.SkillActivations += c.SkillActivations
+	s.ToolSearches += c.ToolSearches
 }
 
 var runSeq atomic.Uint64

@@ -128,8 +128,9 @@ func TestParallelToolCallsRunConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A full profile is offered write tools too, the hits first.
-	jsonEqual(t, "tools", f.request(0).field(t, "tools"), toolsPayload(t, "alpha.echo", "alpha.sleep", "alpha.big", "alpha.crash", "alpha.env"))
+	// A full profile is offered write tools too, the hits first; it may use
+	// more of alpha's tools than max_tools, so it can search for them.
+	jsonEqual(t, "tools", f.request(0).field(t, "tools"), append(toolsPayload(t, "alpha.echo", "alpha.sleep", "alpha.big", "alpha.crash", "alpha.env"), searchTool))
 	// The slow call was asked for first. Had the calls run one after the
 	// other, it would also have finished first.
 	var order []string
@@ -768,14 +769,15 @@ func TestUnboundedProfileIsOfferedOnlyHits(t *testing.T) {
 	if _, err := ask(a, "", "echo hello", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	jsonEqual(t, "tools", f.request(0).field(t, "tools"), toolsPayload(t, "alpha.echo", "beta.echo"))
+	jsonEqual(t, "tools", f.request(0).field(t, "tools"), append(toolsPayload(t, "alpha.echo", "beta.echo"), searchTool))
+	// A question no tool matches gets no registry tool, only the way to
+	// search for one.
 	resp, err := ask(a, "", "say hi", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.request(1).field(t, "tools") != nil || len(resp.ToolsOffered) != 0 {
-		t.Fatalf("tools offered for a question no tool matches: %s", f.request(1).raw)
-	}
+	jsonEqual(t, "tools", f.request(1).field(t, "tools"), []openai.Tool{searchTool})
+	jsonEqual(t, "tools_offered", resp.ToolsOffered, []string{toolSearchTools})
 }
 
 // A proxy's HTML error page is not an OpenAI error body; it is classified

@@ -19,6 +19,9 @@ const (
 	// EventNotice: something the caller should know (a retry, the
 	// fallback to a plain answer, the step limit).
 	EventNotice EventType = "notice"
+	// EventToolsAdded: activate_skill or search_tools added Tools to the session's tool
+	// set; they are sent from the next request on.
+	EventToolsAdded EventType = "tools_added"
 	// EventDone and EventError end an SSE stream: the Response, or the
 	// error in the one error shape. Run does not emit them; the handler
 	// writes them from Run's result.

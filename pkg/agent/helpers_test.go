@@ -99,8 +99,8 @@ type recorded struct {
 	req  openai.ChatCompletionRequest
 }
 
-// reply is one scripted answer. With status >= 400 the body is sent as is;
-// otherwise msg is the answer, streamed in pieces when the request streams
+// reply is one scripted answer. With status >= 400, or with a body, the body
+// is sent as is; otherwise msg is the answer, streamed in pieces when the request streams
 // (or as chunks, when given).
 type reply struct {
 	status int
@@ -109,6 +109,9 @@ type reply struct {
 	msg    openai.ChatCompletionMessage
 	finish openai.FinishReason
 	chunks []string // raw stream data lines, sent as given
+	// plain answers a streamed request with one JSON completion, as servers
+	// and proxies that ignore "stream": true do.
+	plain bool
 	// wait, when set, is waited for before answering.
 	wait <-chan struct{}
 	// before, when set, runs before the answer is sent.
@@ -186,7 +189,12 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, rep.body)
 		return
 	}
-	if !req.Stream {
+	if rep.body != "" { // a raw 2xx body, sent as JSON whatever the request asked
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, rep.body)
+		return
+	}
+	if !req.Stream || rep.plain {
 		writeTestJSON(w, openai.ChatCompletionResponse{
 			ID: fmt.Sprintf("chatcmpl-%d", n), Object: "chat.completion", Model: req.Model,
 			Choices: []openai.ChatCompletionChoice{{Message: rep.msg, FinishReason: rep.finish}},

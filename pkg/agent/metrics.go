@@ -21,5 +21,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		counter("invalid_arguments_total", "Tool calls whose arguments were not JSON or failed the schema.", func(s Stats) int64 { return int64(s.InvalidArguments) }),
 		counter("tool_errors_total", "Other failed tool calls.", func(s Stats) int64 { return int64(s.ToolErrors) }),
 		counter("delegations_total", "Sub-tasks handed to another profile.", func(s Stats) int64 { return int64(s.Delegations) }),
+		counter("skill_activations_total", "Agent Skills a model activated.", func(s Stats) int64 { return int64(s.SkillActivations) }),
+		counter("tool_searches_total", "search_tools calls.", func(s Stats) int64 { return int64(s.ToolSearches) }),
 	}
 }

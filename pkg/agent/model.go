@@ -156,7 +156,7 @@ func (m *model) once(ctx context.Context, req openai.ChatCompletionRequest, o ca
 		return t, false, nil
 	}
 	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	st, err := m.client.CreateChatCompletionStream(ctx, req)
+	st, err := m.client.CreateChatCompletionStream(context.WithValue(ctx, streamedKey{}, true), req)
 	if err != nil {
 		return t, false, err
 	}
@@ -322,6 +322,9 @@ type retryAfterDoer struct{ c *http.Client }
 
 func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.c.Do(req)
+	if err == nil && req.Context().Value(streamedKey{}) != nil {
+		resp = asEventStream(resp)
+	}
 	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if p, ok := req.Context().Value(retryAfterKey{}).(*time.Duration); ok {
 			*p = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())

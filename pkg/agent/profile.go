@@ -33,6 +33,8 @@ const (
 	DefaultMaxTools      = registry.DefaultLimit
 	DefaultContextBudget = 16000 // tokens, as EstimateTokens counts them
 	DefaultMaxDepth      = 2
+	DefaultMaxSkills     = 3
+	DefaultMaxAddedTools = 8
 	// DefaultProfileName is the profile of a run that names none, when the
 	// file names no default.
 	DefaultProfileName = "default"
@@ -55,6 +57,19 @@ type Profile struct {
 	Model         string   `json:"model,omitempty"`          // overrides the host's --llm-model
 	Temperature   *float32 `json:"temperature,omitempty"`    // the endpoint's default when unset
 	ContextBudget int      `json:"context_budget,omitempty"` // estimated prompt tokens; default 16000
+
+	// AgentSkills and AgentSkillTags bound the Agent Skills (SKILL.md instructions) the
+	// profile may see, be offered and activate: by name, and by the tags in their
+	// metadata.tags (one of them will do). Empty: any skill. They read like Skills and Tags
+	// (registry.Filter's rules), but name instruction skills, not tools.
+	AgentSkills    []string `json:"agent_skills,omitempty"`
+	AgentSkillTags []string `json:"agent_skill_tags,omitempty"`
+	// MaxSkills is how many skills that fit the request the catalog in the system prompt
+	// shows; default 3, -1 offers none (and no activate_skill).
+	MaxSkills int `json:"max_skills,omitempty"`
+	// MaxAddedTools caps the tools activate_skill and search_tools may add to a run's tool
+	// set, across the run; default 8, -1 adds none (and offers no search_tools).
+	MaxAddedTools int `json:"max_added_tools,omitempty"`
 
 	// Delegates are the profiles this one may hand a sub-task to, each
 	// offered to the model as the tool delegate_<name>.
@@ -240,6 +255,23 @@ func ParseProfiles(data []byte, format string) (*Profiles, error) {
 			bad(at+"."+pr.Field, "%s", pr.Reason)
 		}
 		p.Tags, p.Skills = f.Tags, f.Skills
+		sf, problems := p.skillFilter().Normalize()
+		for _, pr := range problems {
+			bad(at+".agent_"+strings.Replace(pr.Field, "tags", "skill_tags", 1), "%s", pr.Reason)
+		}
+		p.AgentSkillTags, p.AgentSkills = sf.Tags, sf.Skills
+		switch {
+		case p.MaxSkills == 0:
+			p.MaxSkills = DefaultMaxSkills
+		case p.MaxSkills < -1 || p.MaxSkills > 20:
+			bad(at+".max_skills", "must be from 1 to 20, or -1 for none, not %d", p.MaxSkills)
+		}
+		switch {
+		case p.MaxAddedTools == 0:
+			p.MaxAddedTools = DefaultMaxAddedTools
+		case p.MaxAddedTools < -1 || p.MaxAddedTools > registry.MaxLimit:
+			bad(at+".max_added_tools", "must be from 1 to %d, or -1 for none, not %d", registry.MaxLimit, p.MaxAddedTools)
+		}
 		for i, d := range p.Delegates {
 			switch dp, ok := file.Profiles[d]; {
 			case d == name:

@@ -68,6 +68,8 @@ type session struct {
 	delegates map[string]*Profile       // by delegate tool name
 	toolsOff  bool                      // the endpoint rejected tool use
 	steps     int
+	builtins  []string   // the disclosure tools offered (disclose.go)
+	disc      disclosure // what they share while a turn's calls run
 }
 
 // newSession builds a session's history and tool view and checks that its
@@ -86,6 +88,7 @@ func (r *run) newSession(ctx context.Context, p *Profile, depth int, parent stri
 		}
 	}
 	s.selectTools(ctx, strings.Join(query, "\n"))
+	s.offerDisclosure(strings.Join(query, "\n"))
 	if est := estimateRequest(s.msgs, s.tools); est > p.ContextBudget {
 		return nil, s.overBudget(est)
 	}
@@ -234,6 +237,7 @@ func (s *session) loop(ctx context.Context) (outcome, error) {
 			return outcome{}, ctxErr(ctx, "running tool calls")
 		}
 		s.msgs = append(s.msgs, results...)
+		s.applyAdded()
 	}
 	why := fmt.Sprintf("stopped after %d steps, the profile's max_steps, before the model gave a final answer", s.p.MaxSteps)
 	if unrun > 0 {
@@ -402,7 +406,7 @@ func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, r
 	started := *rec
 	s.r.emit(s.event(EventToolCallStarted, func(e *Event) { e.Call = &started }))
 	start := time.Now()
-	content, e := s.exec(ctx, tc, rec)
+	content, e := s.exec(ctx, tc, rec, room)
 	if e == nil {
 		cost := toolMessageCost(content, tc.ID)
 		if left, ok := room.take(cost); !ok {
@@ -444,8 +448,11 @@ func (s *session) call(ctx context.Context, tc openai.ToolCall, rec *ToolCall, r
 
 // exec routes a call to a delegate or the registry. Problems the model can
 // fix (an unknown name, bad arguments) come back as errors it is shown.
-func (s *session) exec(ctx context.Context, tc openai.ToolCall, rec *ToolCall) (string, *registry.Error) {
+func (s *session) exec(ctx context.Context, tc openai.ToolCall, rec *ToolCall, room *budgetRoom) (string, *registry.Error) {
 	name := tc.Function.Name
+	if s.isBuiltin(name) {
+		return s.execBuiltin(ctx, tc, room)
+	}
 	if d, ok := s.delegates[name]; ok {
 		return s.delegate(ctx, tc, rec, d)
 	}

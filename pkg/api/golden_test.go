@@ -25,6 +25,8 @@ func TestWireGolden(t *testing.T) {
 		{"skills", "GET", "/v1/skills", "", http.StatusOK},
 		{"skill", "GET", "/v1/skills/calc", "", http.StatusOK},
 		{"skill_disabled", "GET", "/v1/skills/text", "", http.StatusOK},
+		{"skill_instructions", "GET", "/v1/skills/pdf-processing", "", http.StatusOK},
+		{"error_bad_skill_path", "GET", "/v1/skills/pdf-processing/files/references/..%2F..%2Fetc", "", http.StatusBadRequest},
 		{"tools", "GET", "/v1/tools", "", http.StatusOK},
 		{"tools_ranked", "GET", "/v1/tools?q=add+numbers&limit=1", "", http.StatusOK},
 		{"tool", "GET", "/v1/tools/calc.add", "", http.StatusOK},

@@ -113,7 +113,7 @@ func fixtureRegistry(t testing.TB) *registry.Registry {
 func newTestServer(t testing.TB, skills *fakeSkills) *api.Server {
 	t.Helper()
 	bus := events.New(16)
-	srv := api.New(api.Config{Registry: fixtureRegistry(t), Skills: skills, Events: bus})
+	srv := api.New(api.Config{Registry: fixtureRegistry(t), Skills: skills, Events: bus, Catalog: fixtureCatalog(t)})
 	t.Cleanup(srv.Shutdown)
 	return srv
 }

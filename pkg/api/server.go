@@ -17,6 +17,7 @@ import (
 	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/pkg/skills"
 )
 
 // Skills is what the API needs of the loader.
@@ -42,6 +43,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// Events feeds GET /v1/events; nil disables the endpoint.
 	Events *events.Bus
+	// Catalog is the tree's Agent Skills (the loader's); nil lists binary skills only.
+	Catalog *skills.Catalog
 }
 
 // Server serves the HTTP API.
@@ -74,6 +77,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /v1/skills", s.listSkills)
 	m.HandleFunc("GET /v1/skills/{name}", s.getSkill)
+	m.HandleFunc("GET /v1/skills/{name}/files/{path...}", s.skillFile)
 	m.HandleFunc("GET /v1/tools", s.listTools)
 	m.HandleFunc("GET /v1/tools/{name}", s.getTool)
 	m.HandleFunc("POST /v1/tools/{name}/invoke", s.invoke)
@@ -127,17 +131,23 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, skillList(s.cfg.Skills.Status(), s.cfg.Skills.TreeProblems()))
+	list := skillList(s.cfg.Skills.Status(), s.cfg.Skills.TreeProblems())
+	list.Skills = s.withInstructions(list.Skills)
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	st, ok := s.cfg.Skills.Skill(name)
 	if !ok {
+		if sk, ok := s.instructionOnly(name); ok {
+			writeJSON(w, http.StatusOK, sk)
+			return
+		}
 		writeError(w, notFound("no skill named %q in the tree", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, skillOf(st))
+	writeJSON(w, http.StatusOK, s.withInstructions([]Skill{skillOf(st)})[0])
 }
 
 // queryParams are the parameters /v1/tools and /v1/openai/tools accept; any

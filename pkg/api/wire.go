@@ -26,12 +26,17 @@ type SkillList struct {
 // Skill is one skill and its versions: the answer of GET /v1/skills/{name}
 // and of the operator actions.
 type Skill struct {
-	Name     string    `json:"name"`
-	Active   string    `json:"active,omitempty"` // the version serving, if any
-	Disabled bool      `json:"disabled"`
-	Pinned   string    `json:"pinned,omitempty"`
-	Reason   string    `json:"reason,omitempty"` // why nothing serves, when nothing does
-	Versions []Version `json:"versions"`
+	Name string `json:"name"`
+	// Kind is binary, instructions (an Agent Skill: SKILL.md, nothing runs) or tied (both).
+	Kind        string    `json:"kind"`
+	Description string    `json:"description,omitempty"` // an Agent Skill's, as its catalog shows it
+	Active      string    `json:"active,omitempty"`      // the version serving, if any
+	Disabled    bool      `json:"disabled"`
+	Pinned      string    `json:"pinned,omitempty"`
+	Reason      string    `json:"reason,omitempty"` // why nothing serves, when nothing does
+	Versions    []Version `json:"versions"`
+	// Instructions is the Agent Skill side (kind instructions or tied).
+	Instructions *Instructions `json:"instructions,omitempty"`
 }
 
 // Version is one version folder of a skill.
@@ -99,7 +104,7 @@ func skillList(st []loader.SkillStatus, problems manifest.Problems) SkillList {
 }
 
 func skillOf(s loader.SkillStatus) Skill {
-	out := Skill{Name: s.Name, Active: s.Active, Disabled: s.Disabled, Pinned: s.Pinned, Reason: s.Reason}
+	out := Skill{Name: s.Name, Kind: KindBinary, Active: s.Active, Disabled: s.Disabled, Pinned: s.Pinned, Reason: s.Reason}
 	if s.Versions != nil {
 		out.Versions = make([]Version, len(s.Versions))
 	}

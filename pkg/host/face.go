@@ -125,7 +125,7 @@ func (f *agentFace) Mount(m *Mount) error {
 		profiles = agent.DefaultProfiles()
 	}
 	a, err := agent.New(agent.Config{
-		Registry: m.Registry, Profiles: profiles, BaseURL: f.cfg.BaseURL, APIKey: f.cfg.APIKey, Model: f.cfg.Model, Logger: m.Logger,
+		Registry: m.Registry, Skills: m.Skills.Catalog(), Profiles: profiles, BaseURL: f.cfg.BaseURL, APIKey: f.cfg.APIKey, Model: f.cfg.Model, Logger: m.Logger,
 	})
 	if err != nil {
 		return err

@@ -155,6 +155,8 @@ type Loader struct {
 	// rewatch asks the watcher to look for folders it does not watch yet,
 	// after a rescan it did not run itself (API, SIGHUP). Capacity 1: kicks merge.
 	rewatch chan struct{}
+	// instr is the tree's Agent Skills (instructions.go).
+	instr instructions
 }
 
 const (
@@ -303,7 +305,7 @@ func New(cfg Config) (*Loader, error) {
 	l := &Loader{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, hashes: hashes, mtls: mtls,
 		launchSem: make(chan struct{}, cfg.MaxParallelStarts), sups: map[string]*supervisor{},
-		rewatch: make(chan struct{}, 1),
+		rewatch: make(chan struct{}, 1), instr: newInstructions(),
 	}
 	dir, err := makeRunDir(cfg.RunDir, gid >= 0)
 	if err != nil {
@@ -452,6 +454,7 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 		return nil, false, errors.New("loader: closed")
 	}
 	tree, err := manifest.Scan(l.cfg.Skills, manifest.Options{StrictModes: l.cfg.StrictModes, Hashes: l.hashes, DeferHash: deferHash})
+	found := l.scanInstructions(tree, err)
 	if l.cfg.OnScan != nil {
 		l.cfg.OnScan(tree, err)
 	}
@@ -489,6 +492,7 @@ func (l *Loader) scanAndDispatch(deferHash bool) ([]<-chan struct{}, bool, error
 	}
 	l.supMu.Unlock()
 	l.saveDigests()
+	l.publishInstructions(found)
 	return dones, deferred, nil
 }
 

@@ -45,24 +45,27 @@ var mayImport = map[string][]string{
 
 	// The assembly: builds every part from one Config and owns start/stop.
 	"pkg/host": {"pkg/api", "pkg/mcp", "pkg/agent", "pkg/flow", "pkg/team", "pkg/fleet", "pkg/runs",
-		"pkg/loader", "pkg/mcprt", "pkg/proc", "pkg/manifest", "pkg/skillmd",
+		"pkg/loader", "pkg/mcprt", "pkg/proc", "pkg/manifest", "pkg/skillmd", "pkg/skills",
 		"pkg/registry/...", "pkg/events", "pkg/metrics", "pkg/console"},
 
 	// Faces: each reaches the tools through the registry only.
-	"pkg/api":   {"pkg/registry", "pkg/registry/openaitools", "pkg/events", "internal/httpjson"},
+	"pkg/api":   {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "pkg/events", "internal/httpjson"},
 	"pkg/mcp":   {"pkg/registry", "internal/httpjson"},
-	"pkg/agent": {"pkg/registry", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
+	"pkg/agent": {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
 	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry", "pkg/registry/openaitools", "internal/httpjson"},
 	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry"},
 	"pkg/runs":  {},
 
 	// Lifecycle and what it consumes.
-	"pkg/loader":   {"pkg/manifest", "pkg/skillmd", "pkg/proc", "pkg/mcprt", "pkg/registry", "pkg/events", "sdk", "sdk/proto", "sdk/proctree"},
+	"pkg/loader":   {"pkg/manifest", "pkg/skillmd", "pkg/skills", "pkg/proc", "pkg/mcprt", "pkg/registry", "pkg/events", "sdk", "sdk/proto", "sdk/proctree"},
 	"pkg/mcprt":    {"pkg/registry", "pkg/manifest", "pkg/proc", "pkg/skillmd", "sdk/proctree"},
 	"pkg/proc":     {"pkg/manifest", "sdk", "sdk/proctree"},
 	"pkg/fleet":    {"pkg/loader", "pkg/manifest", "pkg/registry", "internal/httpjson"},
 	"pkg/manifest": {},
 	"pkg/skillmd":  {},
+	// The served catalog of Agent Skills: judged by skillmd, ranked by the
+	// prefilter's text index; faces read it, the loader publishes it.
+	"pkg/skills": {"pkg/skillmd", "pkg/registry/textindex"},
 
 	// The registry knows nothing of processes, files or faces.
 	"pkg/registry":       {"pkg/registry/textindex"},
@@ -139,7 +142,7 @@ var runtimeOwners = map[string]string{
 
 // core packages carry no face: no face library in their dependencies.
 var core = []string{
-	"pkg/registry", "pkg/registry/textindex", "pkg/manifest", "pkg/skillmd",
+	"pkg/registry", "pkg/registry/textindex", "pkg/manifest", "pkg/skillmd", "pkg/skills",
 	"pkg/loader", "pkg/mcprt", "pkg/proc", "pkg/events", "pkg/runs",
 }
 

@@ -412,6 +412,8 @@
         s.disabled ? badge('s-disabled', 'disabled') : null, ' ',
         s.pinned ? badge('s-pinned', 'pinned ' + s.pinned, 'pinned by an operator') : null,
         s.reason ? h('div', { class: 'reason', text: s.reason }) : null,
+        // An Agent Skill (SKILL.md): instructions a model activates; nothing of it runs.
+        s.kind && s.kind !== 'binary' ? instructionsLine(s) : null,
         // What the skill may call through the host (its manifest's uses).
         active && active.uses && active.uses.length
           ? h('div', { class: 'uses', title: 'tools this version may call through the host (manifest uses)', text: 'calls ' + active.uses.join(', ') }) : null);
@@ -431,7 +433,7 @@
         h('td', { class: 'num inflight', text: inFlight }),
         h('td', { class: 'num calls', text: c.calls }),
         h('td', { class: 'num errors', title: `${c.errors} of ${c.calls} calls failed`, text: c.calls ? `${c.errors} (${(100 * c.errors / c.calls).toFixed(c.errors && c.errors < c.calls ? 1 : 0)}%)` : '—' }),
-        h('td', {}, actions(s))));
+        h('td', {}, s.kind === 'instructions' ? null : actions(s))));
     }
     if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 10, text: 'No skills in the tree.' })));
     setChildren(body, rows.map((r) => patchRow(body, r)));
@@ -439,6 +441,20 @@
     const probs = $('tree-problems');
     probs.replaceChildren(...st.problems.map((p) => h('li', { text: (p.path ? p.path + ': ' : '') + p.message })));
     probs.hidden = !st.problems.length;
+  }
+
+  // instructionsLine says what an Agent Skill is: its kind, its description, its files and
+  // the tools activating it brings, with its problems in the title.
+  function instructionsLine(s) {
+    const ins = s.instructions || {};
+    const files = (ins.files || []).length;
+    const tools = (ins.tools || []).length ? ' · brings ' + ins.tools.join(', ') : '';
+    const probs = (ins.problems || []).map((p) => p.path + ': ' + p.message).join('\n');
+    return h('div', { class: 'instructions', title: probs || (s.description || '') },
+      badge('k-' + s.kind, s.kind, s.kind === 'tied' ? 'SKILL.md beside the binary: instructions for its tools' : 'an Agent Skill: SKILL.md and files, served read-only'),
+      ins.stale ? badge('s-failed', 'stale', 'the newest copy is invalid; the last valid one still serves') : null,
+      h('span', { class: 'muted', text: ` ${files} files${tools}` }),
+      s.description ? h('div', { class: 'desc', text: s.description }) : null);
   }
 
   // patchRow keeps the row already on the page for the same skill and
