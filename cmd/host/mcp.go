@@ -181,7 +181,7 @@ func runMCPEmbedded(ctx context.Context, f mcpFlags, endpoint mcp.Endpoint, log 
 // serveMCPStdio serves one MCP session on t over the embedded host's
 // registry until the client goes or ctx ends.
 func serveMCPStdio(ctx context.Context, h *host.Host, f mcpFlags, endpoint mcp.Endpoint, log hclog.Logger, t mcpsdk.Transport) int {
-	srv, err := mcp.New(mcp.Config{Registry: h.Registry(), Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
+	srv, err := mcp.New(mcp.Config{Registry: h.Registry(), Skills: h.MCPSkills(), Logger: log.Named("mcp"), ShowUnavailable: f.showUnavailable})
 	if err != nil {
 		log.Error("cannot start the MCP server", "error", err)
 		return exitFailure

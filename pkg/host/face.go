@@ -96,7 +96,8 @@ type mcpFace struct {
 func (f *mcpFace) Name() string { return "mcp" }
 
 func (f *mcpFace) Mount(m *Mount) error {
-	srv, err := mcp.New(mcp.Config{Registry: m.Registry, Logger: m.Logger, ShowUnavailable: f.cfg.ShowUnavailable, Discovery: f.cfg.Discovery})
+	srv, err := mcp.New(mcp.Config{Registry: m.Registry, Skills: mcpSkills{m.Skills.Catalog()}, Logger: m.Logger,
+		ShowUnavailable: f.cfg.ShowUnavailable, Discovery: f.cfg.Discovery})
 	if err != nil {
 		return err
 	}
