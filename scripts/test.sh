@@ -55,7 +55,7 @@ done)
 
 bfcl=../shared/data/bfcl
 if [ -f "$bfcl/catalog.jsonl" ]; then
-  step "prefilter recall on BFCL (fails below recall@5 0.85 or recall@1 0.62)"
+  step "prefilter recall on BFCL (fails below recall@5 0.89 or recall@1 0.66)"
   go run ./cmd/host eval-prefilter --catalog "$bfcl/catalog.jsonl" --queries "$bfcl/queries.jsonl" --min-recall5 0.89 --min-recall1 0.66
 else
   step "prefilter recall on BFCL: skipped, $bfcl not found"
