@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/skillhost/skillhost/internal/testenv"
@@ -173,6 +175,7 @@ func TestAgentSkillsInALiveDaemon(t *testing.T) {
 		Skills: root, Listen: "127.0.0.1:0", StateDir: t.TempDir(), Grace: 5 * time.Second,
 		Watch: true, Debounce: 50 * time.Millisecond,
 		Agent: &AgentConfig{BaseURL: llm.URL + "/v1", Model: "scripted"},
+		MCP:   &MCPConfig{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +225,40 @@ func TestAgentSkillsInALiveDaemon(t *testing.T) {
 	}
 	if code, body := get(t, base+"/v1/skills/pdf-processing/files/.secret"); code != 400 || !strings.Contains(body, "not a plain relative path") {
 		t.Fatalf("GET a hidden path = %d %s", code, body)
+	}
+
+	// MCP: every served file is a skill:// resource of the live catalog.
+	resChanged := make(chan struct{}, 16)
+	mc := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "skills-test", Version: "0"}, &mcpsdk.ClientOptions{
+		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) {
+			select {
+			case resChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := mc.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	resourceURIs := func() []string {
+		t.Helper()
+		res, err := cs.ListResources(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range res.Resources {
+			uris = append(uris, r.URI)
+		}
+		return uris
+	}
+	if uris := resourceURIs(); !slices.Contains(uris, "skill://pdf-processing/references/forms.md") || !slices.Contains(uris, "skill://trip-budget/SKILL.md") {
+		t.Fatalf("MCP resources = %v", uris)
+	}
+	if rr, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "skill://pdf-processing/references/forms.md"}); err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != string(want) {
+		t.Fatalf("read skill://pdf-processing/references/forms.md: %v %+v", err, rr)
 	}
 
 	// Issue 28, item 14: a bare expression reaches the calculator under the default profile.
@@ -279,5 +316,14 @@ func TestAgentSkillsInALiveDaemon(t *testing.T) {
 	waitSkills(t, base, "pdf-processing gone", func(m map[string]api.Skill) bool { _, ok := m["pdf-processing"]; return !ok })
 	if code, _ := get(t, base+"/v1/skills/pdf-processing/files/SKILL.md"); code != 404 {
 		t.Fatalf("a removed skill's file answers %d", code)
+	}
+	// The MCP client was told, and its list follows.
+	select {
+	case <-resChanged:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/list_changed after the skills changed")
+	}
+	if uris := resourceURIs(); slices.ContainsFunc(uris, func(u string) bool { return strings.HasPrefix(u, "skill://pdf-processing/") }) {
+		t.Fatalf("a removed skill is still an MCP resource: %v", uris)
 	}
 }
