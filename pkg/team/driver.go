@@ -199,6 +199,7 @@ type conversation struct {
 	pending []runs.ToolCall // logged calls with no result yet (a crash mid-turn)
 	open    bool            // the last turn has no final answer yet
 	final   string          // the last turn's final answer, when it is the log's last record
+	answer  string          // the latest final answer (the lead's: to the human)
 	calls   int             // tool calls logged, for call ids
 }
 
@@ -221,7 +222,7 @@ func rebuild(evs []runs.Event) (conversation, error) {
 			}
 			c.msgs = append(c.msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.Content})
 			if m.Role == openai.ChatMessageRoleAssistant {
-				c.open, c.final = false, m.Content
+				c.open, c.final, c.answer = false, m.Content, m.Content
 			}
 		case runs.KindToolCall:
 			tc, err := runs.Decode[runs.ToolCall](ev)

@@ -91,6 +91,9 @@ type StopRequest struct {
 type TeamView struct {
 	Summary
 	Tasks []Task `json:"tasks"`
+	// Answer is the lead's latest answer to the human: what it said when
+	// it last ended a turn without a tool call.
+	Answer string `json:"answer,omitempty"`
 }
 
 func (a *API) create(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +154,13 @@ func (a *API) view(t *Team) TeamView {
 	if tasks == nil {
 		tasks = []Task{}
 	}
-	return TeamView{Summary: t.Summary(), Tasks: tasks}
+	v := TeamView{Summary: t.Summary(), Tasks: tasks}
+	if evs, err := t.Events(v.Lead, 0); err == nil {
+		if c, err := rebuild(evs); err == nil {
+			v.Answer = c.answer
+		}
+	}
+	return v
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
