@@ -94,8 +94,13 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("team driver: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := d.cfg.Store.Team(id); err != nil {
+		t, err := d.cfg.Store.Team(id)
+		if err != nil {
 			d.log.Warn("team not loaded", "team", id, "err", err)
+			continue
+		}
+		if err := t.queueOpenTurns(); err != nil {
+			d.log.Warn("team's open turns not resumed", "team", id, "err", err)
 		}
 	}
 	var wg sync.WaitGroup
@@ -174,6 +179,31 @@ func (d *Driver) reap() {
 		}
 		d.mu.Unlock()
 	}
+}
+
+// queueOpenTurns queues the members whose last turn has no answer (the
+// daemon stopped during it), so their turns go on without waiting for new
+// mail; the store queued those with unread mail at load.
+func (t *Team) queueOpenTurns() error {
+	var errs []error
+	for _, m := range t.Members() {
+		if m.Status == StatusStopped {
+			continue
+		}
+		evs, err := t.Events(m.Name, 0)
+		if err == nil {
+			var c conversation
+			if c, err = rebuild(evs); err == nil && c.open {
+				t.mu.Lock()
+				mb := t.members[m.Name]
+				mb.resume = true
+				t.queueLocked(mb)
+				t.mu.Unlock()
+			}
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // loaded returns the loaded teams, sorted by id.

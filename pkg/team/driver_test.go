@@ -167,7 +167,8 @@ type driverHarness struct {
 	store *Store
 	model *teamModel
 	reg   *registry.Registry
-	stop  func()
+	halt  context.CancelFunc // cancels the driver's turns
+	stop  func()             // halts, waits for the driver, closes the store
 }
 
 func newDriverHarness(t *testing.T, dir string, model *teamModel) *driverHarness {
@@ -192,7 +193,7 @@ func newDriverHarness(t *testing.T, dir string, model *teamModel) *driverHarness
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	h := &driverHarness{t: t, dir: dir, store: s, model: model, reg: reg}
+	h := &driverHarness{t: t, dir: dir, store: s, model: model, reg: reg, halt: cancel}
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {
@@ -389,8 +390,10 @@ func TestDriverResumesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-entered
+	h.halt() // the daemon dies while the model thinks
 	close(block)
 	h.stop()
+	used := tm.Members()[1].TokensUsed
 
 	second := &teamModel{t: t, rules: map[string]rule{
 		"lead":   func(string, int, openai.ChatCompletionRequest) openai.ChatCompletionMessage { return say("noted") },
@@ -400,11 +403,9 @@ func TestDriverResumesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// fe-dev's open turn goes on when it next has mail: the logged send
-	// is not made again.
-	if _, err := tm2.Send(Message{Type: TypeMessage, From: Human, To: "fe-dev", Content: "go on"}); err != nil {
-		t.Fatal(err)
-	}
+	// fe-dev's open turn goes on at the restart, with no new mail: the
+	// logged send is not made again.
+	waitUntil(t, tm2, func() bool { return tm2.st.members["fe-dev"].used > used })
 	settle(t, tm2)
 	var started, finished int
 	for _, m := range mustHistory(t, tm2, "lead") {
