@@ -101,7 +101,9 @@ func TestAPIErrors(t *testing.T) {
 // the events, resuming with Last-Event-ID.
 func TestAPIDrivesATeam(t *testing.T) {
 	model := &teamModel{t: t, rules: map[string]rule{
-		"lead":   func(mail string, _ int, _ openai.ChatCompletionRequest) openai.ChatCompletionMessage { return say("lead got: " + mail) },
+		"lead": func(mail string, _ int, _ openai.ChatCompletionRequest) openai.ChatCompletionMessage {
+			return say("lead got: " + mail)
+		},
 		"fe-dev": mateRule("frontend__build"),
 	}}
 	h := newDriverHarness(t, "", model)
