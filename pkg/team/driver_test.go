@@ -32,6 +32,12 @@ func (b *skillBackend) Invoke(_ context.Context, tool string, args []byte, _ int
 
 func testRegistry(t *testing.T) (*registry.Registry, *skillBackend) {
 	t.Helper()
+	return registryOf(t), nil
+}
+
+// registryOf is the test registry, for tests and benchmarks.
+func registryOf(t testing.TB) *registry.Registry {
+	t.Helper()
 	b := &skillBackend{}
 	reg := registry.New(registry.Config{})
 	schema := json.RawMessage(`{"type":"object","properties":{"what":{"type":"string"}}}`)
@@ -42,7 +48,7 @@ func testRegistry(t *testing.T) (*registry.Registry, *skillBackend) {
 			t.Fatal(err)
 		}
 	}
-	return reg, b
+	return reg
 }
 
 const teamProfilesYAML = `
