@@ -2,15 +2,12 @@ package team
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/skillhost/skillhost/internal/httpjson"
+	"github.com/skillhost/skillhost/internal/sse"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -249,62 +246,36 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	after := r.Header.Get("Last-Event-ID")
-	if after == "" {
-		after = r.URL.Query().Get("after")
-	}
-	var from uint64
-	if after != "" {
-		n, err := strconv.ParseUint(after, 10, 64)
-		if err != nil {
-			httpjson.WriteError(w, registry.Errorf(registry.CodeBadRequest, "Last-Event-ID (or after) %q is not an event seq", after))
-			return
-		}
-		from = n
-	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		httpjson.WriteError(w, registry.Errorf(registry.CodeInternal, "the connection cannot stream"))
+	from, err := sse.After(r)
+	if err != nil {
+		httpjson.WriteError(w, registry.Errorf(registry.CodeBadRequest, "%v", err))
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(a.draining, cancel)()
-	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	beat := time.NewTicker(a.heartbeat)
-	defer beat.Stop()
+	stream := sse.New(w, a.heartbeat)
+	defer stream.Stop()
+	stream.Start()
 	for {
 		evs, changed, err := t.ReadEvents(from, sseChunkBytes)
 		if err != nil {
-			fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
+			stream.Event("error", map[string]string{"message": err.Error()})
 			return
 		}
 		for _, ev := range evs {
-			b, _ := json.Marshal(ev)
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, b); err != nil {
+			if stream.EventID(ev.Seq, string(ev.Kind), ev) != nil {
 				return
 			}
 			from = ev.Seq
 		}
 		if len(evs) > 0 {
-			fl.Flush()
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-		case <-beat.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			fl.Flush()
 		}
 	}
 }
