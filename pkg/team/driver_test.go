@@ -426,3 +426,52 @@ func TestDriverResumesAfterRestart(t *testing.T) {
 		t.Errorf("the lead got started %d times and finished %d times, want once each", started, finished)
 	}
 }
+
+// A teammate in plan mode has read-only tools until the lead approves
+// the plan it asks approval for; then it gets them all.
+func TestDriverPlanApproval(t *testing.T) {
+	model := &teamModel{t: t, rules: map[string]rule{
+		"lead": func(mail string, step int, _ openai.ChatCompletionRequest) openai.ChatCompletionMessage {
+			if id := requestIDRE.FindStringSubmatch(mail); id != nil && strings.Contains(mail, "plan_approval_request") {
+				return []openai.ChatCompletionMessage{calls(ToolApprovePlan, fmt.Sprintf(`{"request_id":%q,"approve":true}`, id[1])), say("approved")}[step]
+			}
+			return say("ok")
+		},
+		"fe-dev": func(mail string, step int, _ openai.ChatCompletionRequest) openai.ChatCompletionMessage {
+			if strings.Contains(mail, "plan_approval_response") {
+				return say("working")
+			}
+			return []openai.ChatCompletionMessage{calls(ToolRequestPlan, `{"plan":"build the page"}`), say("asked")}[step]
+		},
+	}}
+	h := newDriverHarness(t, "", model)
+	tm, err := h.store.Create(Spec{ID: "p", Lead: MemberSpec{Name: "lead", Profile: "lead"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Spawn(Human, MemberSpec{Name: "fe-dev", Profile: "frontend", PlanMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Send(Message{Type: TypeMessage, From: Human, To: "fe-dev", Content: "plan the login page"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, tm, func() bool { return tm.st.members["fe-dev"].status != StatusPlanMode })
+	settle(t, tm)
+	tools := func(r openai.ChatCompletionRequest) string {
+		var names []string
+		for _, tl := range r.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	reqs := model.requests("fe-dev")
+	if first := tools(reqs[0]); strings.Contains(first, ToolClaimTask) || !strings.Contains(first, ToolRequestPlan) || !strings.Contains(first, "frontend__build") {
+		t.Errorf("in plan mode fe-dev was offered %s", first)
+	}
+	if last := tools(reqs[len(reqs)-1]); !strings.Contains(last, ToolClaimTask) {
+		t.Errorf("after the approval fe-dev was offered %s", last)
+	}
+	if m, _ := tm.Member("fe-dev"); m.Status != StatusIdle {
+		t.Errorf("fe-dev is %s", m.Status)
+	}
+}
