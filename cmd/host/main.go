@@ -56,6 +56,7 @@ func commands(p process) []command {
 		{"chat", "ask the daemon's agent loop a question, showing tool calls as they happen", runChat},
 		{"run", "start a multi-agent flow and stream its transcript: host run FLOW 'task'", runRun},
 		{"runs", "list runs, show one, post a human message into it (--say) or stop it (--stop)", runRuns},
+		{"team", "agent teams: create, list, show, send, spawn, stop, follow (host team help)", runTeam},
 		{"mcp", "serve MCP on stdio: embed a host over --skills, or bridge to a daemon with --addr", p.mcp},
 	}
 }

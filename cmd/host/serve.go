@@ -21,6 +21,7 @@ import (
 
 type serveFlags struct {
 	addrFile, stateDir, flows         string
+	teamWorkers                       int
 	invokeTokenFile                   string
 	skills, listen, tokenFile, runDir string
 	logFormat, logLevel               string
@@ -60,6 +61,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.readTimeout, "read-timeout", time.Minute, "how long a client may take to send a whole request")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound listen address to this file once the first scan has settled, as /readyz reports, and remove it on exit (for scripts and tests)")
 	fs.StringVar(&f.flows, "flows", os.Getenv("SKILLHOST_FLOWS"), "folder of flow files for multi-agent runs (default: flows/ beside --agents; env SKILLHOST_FLOWS)")
+	fs.IntVar(&f.teamWorkers, "team-workers", 4, "how many team members may run a turn at once (an idle member costs nothing)")
 	mcpConfig := mcpServeFlags(fs)
 	agentConfig := agentFlags(fs)
 	embedConfig := embedFlags(fs)
@@ -89,6 +91,7 @@ func (p process) serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg.Runs = &host.RunsConfig{Flows: f.flows}
+	cfg.Teams = &host.TeamsConfig{Workers: f.teamWorkers}
 	if err == nil {
 		cfg.Fleet, err = fleetConfig()
 	}

@@ -26,6 +26,14 @@ const (
 	CodeNotWaiting   registry.Code = "not_waiting"   // human input for a run not waiting for it
 	CodeInvalidFlows registry.Code = "invalid_flows" // a reload found problems; the old flows serve
 	CodeRunsClosed   registry.Code = "runs_closed"   // the host is stopping
+
+	// The teams API's (pkg/team exports them under its own names).
+	CodeUnknownTeam   registry.Code = "unknown_team"   // no team of that id
+	CodeUnknownMember registry.Code = "unknown_member" // no member of that name in the team
+	CodeTeamExists    registry.Code = "team_exists"    // a team (or member) of that name exists
+	CodeTeamStopped   registry.Code = "team_stopped"   // the team, or the member, is stopped
+	CodeTeamConflict  registry.Code = "team_conflict"  // a request's state machine or the task board refuses
+	CodeTeamsClosed   registry.Code = "teams_closed"   // the host is stopping
 )
 
 // statuses is every code's HTTP status, for every face: the API, MCP over
@@ -65,6 +73,13 @@ var statuses = map[registry.Code]int{
 	CodeNotWaiting:   http.StatusConflict,
 	CodeInvalidFlows: http.StatusUnprocessableEntity,
 	CodeRunsClosed:   http.StatusServiceUnavailable,
+
+	CodeUnknownTeam:   http.StatusNotFound,
+	CodeUnknownMember: http.StatusNotFound,
+	CodeTeamExists:    http.StatusConflict,
+	CodeTeamStopped:   http.StatusConflict,
+	CodeTeamConflict:  http.StatusConflict,
+	CodeTeamsClosed:   http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of code; 500 for a code it does not know.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -71,7 +72,32 @@ func (s *Writer) Started() bool {
 // Event sends one event: its name and v as JSON on one data line. It
 // starts the stream if need be. The error is v's encoding error, with
 // nothing sent, or ErrGone.
-func (s *Writer) Event(name string, v any) error {
+func (s *Writer) Event(name string, v any) error { return s.event("", name, v) }
+
+// EventID is Event with an id line, which a client that reconnects sends
+// back as Last-Event-ID (see After): for streams that can resume.
+func (s *Writer) EventID(id uint64, name string, v any) error {
+	return s.event(fmt.Sprintf("id: %d\n", id), name, v)
+}
+
+// After is where a resumable stream starts: the Last-Event-ID header, or
+// the after query parameter, as an event id; 0 when neither is set.
+func After(r *http.Request) (uint64, error) {
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = r.URL.Query().Get("after")
+	}
+	if after == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(after, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("Last-Event-ID (or after) %q is not an event id", after)
+	}
+	return n, nil
+}
+
+func (s *Writer) event(idLine, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding a %s event: %w", name, err)
@@ -82,7 +108,7 @@ func (s *Writer) Event(name string, v any) error {
 	if s.gone {
 		return ErrGone
 	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+	if _, err := fmt.Fprintf(s.w, "%sevent: %s\ndata: %s\n\n", idLine, name, b); err != nil {
 		s.gone = true
 		return ErrGone
 	}

@@ -95,3 +95,29 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 }
+
+func TestEventIDAndAfter(t *testing.T) {
+	w := httptest.NewRecorder()
+	s := New(w, 0)
+	if err := s.EventID(7, "team.spawned", map[string]string{"name": "fe-dev"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	if got := w.Body.String(); got != "id: 7\nevent: team.spawned\ndata: {\"name\":\"fe-dev\"}\n\n" {
+		t.Errorf("body %q", got)
+	}
+	for _, c := range []struct {
+		header, query string
+		want          uint64
+		bad           bool
+	}{{"", "", 0, false}, {"12", "", 12, false}, {"", "5", 5, false}, {"12", "5", 12, false}, {"x", "", 0, true}, {"", "-1", 0, true}} {
+		r := httptest.NewRequest("GET", "/events?after="+c.query, nil)
+		if c.header != "" {
+			r.Header.Set("Last-Event-ID", c.header)
+		}
+		got, err := After(r)
+		if got != c.want || (err != nil) != c.bad {
+			t.Errorf("Last-Event-ID %q, after %q: %d, %v", c.header, c.query, got, err)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func (d *driver) agentTurn(ctx context.Context, p *Participant) error {
 		}
 		terminated = terminated || c.Tool == terminateTool
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant,
-			ToolCalls: []openai.ToolCall{{ID: c.CallID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: llmName(c.Tool), Arguments: string(c.Arguments)}}}},
+			ToolCalls: []openai.ToolCall{{ID: c.CallID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: openaitools.LLMName(c.Tool), Arguments: string(c.Arguments)}}}},
 			toolResultMessage(c.CallID, res))
 	}
 	if terminated {
@@ -124,7 +124,7 @@ func (d *driver) agentTurn(ctx context.Context, p *Participant) error {
 		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content}
 		var calls []runs.ToolCall
 		for _, tc := range msg.ToolCalls {
-			c := runs.ToolCall{CallID: d.nextCallID(), Participant: p.Name, Tool: qualified(tc.Function.Name), Arguments: rawArgs(tc.Function.Arguments)}
+			c := runs.ToolCall{CallID: d.nextCallID(), Participant: p.Name, Tool: openaitools.Qualified(tc.Function.Name), Arguments: openaitools.Arguments(tc.Function.Arguments)}
 			if err := d.log(c); err != nil {
 				return err
 			}
@@ -248,33 +248,4 @@ func toolResultMessage(id string, r runs.ToolResult) openai.ChatCompletionMessag
 		content = string(b)
 	}
 	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: id, Content: content}
-}
-
-// qualified maps a model's tool name (skill__tool) to the registry's
-// (skill.tool); other names are kept as they are.
-func qualified(name string) string {
-	if skill, tool, err := registry.SplitName(name); err == nil {
-		return registry.Qualified(skill, tool)
-	}
-	return name
-}
-
-func llmName(name string) string {
-	if skill, tool, err := registry.SplitName(name); err == nil {
-		return registry.LLMName(skill, tool)
-	}
-	return name
-}
-
-// rawArgs keeps arguments that are JSON and turns others into a JSON
-// string, so that the log holds what the model sent either way.
-func rawArgs(s string) json.RawMessage {
-	if s == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
 }

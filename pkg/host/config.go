@@ -97,6 +97,10 @@ type Config struct {
 	// profiles and model of Agent, logged under StateDir (required).
 	// Unfinished runs resume once the skills are loaded. Default: none.
 	Runs *RunsConfig
+	// Teams mounts the agent teams at /v1/teams and runs their members'
+	// loops, with the profiles and model of Agent, under StateDir
+	// (required). Teams resume once the skills are loaded. Default: none.
+	Teams *TeamsConfig
 	// Console serves the operator console at /ui/. Default off.
 	Console bool
 	// Faces are more ways in, mounted after the ones above, in order.

@@ -81,6 +81,9 @@ func builtinFaces(cfg Config) []Face {
 	if cfg.Runs != nil {
 		fs = append(fs, &runsFace{cfg: *cfg.Runs, agent: cfg.Agent, stateDir: cfg.StateDir})
 	}
+	if cfg.Teams != nil {
+		fs = append(fs, &teamsFace{cfg: *cfg.Teams, agent: cfg.Agent, stateDir: cfg.StateDir})
+	}
 	if cfg.Console {
 		fs = append(fs, consoleFace{})
 	}

@@ -84,7 +84,7 @@ func New(cfg Config) (_ *Host, err error) {
 	if cfg.Tokens.Admin != "" && cfg.Tokens.Admin == cfg.Tokens.Invoke {
 		errs = append(errs, errors.New("the admin and invoke tokens are the same; the invoke token would have admin rights"))
 	}
-	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Runs != nil || cfg.Console) {
+	if cfg.Listen == "" && (len(cfg.Faces) > 0 || cfg.MCP != nil || cfg.Agent != nil || cfg.Runs != nil || cfg.Teams != nil || cfg.Console) {
 		errs = append(errs, errors.New("faces need the HTTP API: set Config.Listen"))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -71,14 +71,12 @@ func (f *runsFace) Mount(m *Mount) error {
 		set = flow.NewSet()
 	}
 	var model flow.Model
-	if needsModel(ac, f.profiles) {
-		base := ac.BaseURL
-		if base == "" {
-			base = agent.DefaultBaseURL
-		}
-		if model, err = agent.NewChatClient(base, ac.APIKey, nil, agent.RetryPolicy{}); err != nil {
-			return err
-		}
+	client, err := chatClient(ac, f.profiles)
+	if err != nil {
+		return err
+	}
+	if client != nil {
+		model = client
 	}
 	if f.store, err = runs.Open(runs.Config{Dir: f.stateDir}); err != nil {
 		return err

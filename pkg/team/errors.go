@@ -80,3 +80,8 @@ func (e *BounceError) Error() string {
 }
 
 func (e *BounceError) Unwrap() error { return e.Err }
+
+// ErrorCode is the code of the host's error shape for an error of this
+// package (the API answers with it, and a team tool's failed result
+// carries it): "bad_request" for what is not the team's own.
+func ErrorCode(err error) string { return string(apiError(err).Code) }

@@ -400,10 +400,10 @@ func (t *Team) Take() (name string, ok bool) {
 		name, t.ready = t.ready[0], t.ready[1:]
 		mb := t.members[name]
 		mb.queued = false
-		if t.st.members[name].status == StatusStopped || t.depthLocked(mb) == 0 {
+		if t.st.members[name].status == StatusStopped || t.depthLocked(mb) == 0 && !mb.resume {
 			continue
 		}
-		mb.running = true
+		mb.running, mb.resume = true, false
 		t.bumpLocked()
 		return name, true
 	}

@@ -50,6 +50,7 @@ type member struct {
 	cursor  uint64 // inbox seq of the last consumed message
 	running bool   // between Take and Release
 	queued  bool   // in Team.ready
+	resume  bool   // its last turn is open (the daemon stopped in it): Take hands it out without mail
 }
 
 func (t *Team) repaired(l *runs.Log) {

@@ -53,7 +53,7 @@ var mayImport = map[string][]string{
 	"pkg/mcp":   {"pkg/registry", "internal/httpjson"},
 	"pkg/agent": {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "internal/httpjson", "internal/sse"},
 	"pkg/flow":  {"pkg/runs", "pkg/agent", "pkg/registry", "pkg/registry/openaitools", "internal/httpjson"},
-	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry"},
+	"pkg/team":  {"pkg/runs", "pkg/agent", "pkg/registry", "pkg/registry/openaitools", "internal/httpjson"},
 	"pkg/runs":  {},
 
 	// Lifecycle and what it consumes.
