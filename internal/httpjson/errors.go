@@ -25,7 +25,7 @@ const (
 	CodeRunStopped   registry.Code = "run_stopped"   // the run has ended: nothing more can be added
 	CodeNotWaiting   registry.Code = "not_waiting"   // human input for a run not waiting for it
 	CodeInvalidFlows registry.Code = "invalid_flows" // a reload found problems; the old flows serve
-	CodeRunsClosed   registry.Code = "runs_closed"   // the host is stopping
+	CodeRunsClosed   registry.Code = "runs_closed"   // the host is stopping, or cannot keep runs (its state folder)
 
 	// The teams API's (pkg/team exports them under its own names).
 	CodeUnknownTeam   registry.Code = "unknown_team"   // no team of that id

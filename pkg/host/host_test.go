@@ -452,3 +452,37 @@ func TestHostServesAnMCPServer(t *testing.T) {
 		}
 	}
 }
+
+// TestFacesThatCannotKeepTheirFilesStepAside: when the state folder will not
+// take the runs' and teams' logs (here their folders' names are taken by
+// files), the host still starts and serves, and those routes say why.
+func TestFacesThatCannotKeepTheirFilesStepAside(t *testing.T) {
+	state := t.TempDir()
+	for _, name := range []string{"runs", "teams"} {
+		if err := os.WriteFile(filepath.Join(state, name), []byte("not a folder"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := New(Config{Skills: t.TempDir(), Listen: "127.0.0.1:0", StateDir: state, Runs: &RunsConfig{}, Teams: &TeamsConfig{}})
+	if err != nil {
+		t.Fatalf("New with an unusable runs folder: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	<-h.Ready()
+	base := "http://" + h.Addr().String()
+	if code, _ := get(t, base+"/readyz"); code != 200 {
+		t.Errorf("/readyz: %d", code)
+	}
+	for path, code := range map[string]string{"/v1/runs": "runs_closed", "/v1/flows": "runs_closed", "/v1/runs/x/events": "runs_closed", "/v1/teams": "teams_closed"} {
+		status, body := get(t, base+path)
+		if status != 503 || !strings.Contains(body, `"code":"`+code+`"`) || !strings.Contains(body, "unavailable on this host") {
+			t.Errorf("GET %s = %d %s, want 503 %s naming the reason", path, status, body, code)
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}

@@ -79,7 +79,8 @@ func (f *runsFace) Mount(m *Mount) error {
 		model = client
 	}
 	if f.store, err = runs.Open(runs.Config{Dir: f.stateDir}); err != nil {
-		return err
+		mountUnavailable(m, "runs", flow.CodeRunsClosed, err, "/v1/runs", "/v1/flows")
+		return nil
 	}
 	met := flow.NewMetrics()
 	f.eng, err = flow.NewEngine(flow.EngineConfig{Store: f.store, Registry: m.Registry, Profiles: f.profiles, Model: model,
@@ -114,6 +115,9 @@ func needsModel(ac AgentConfig, ps *agent.Profiles) bool {
 
 // Start resumes the unfinished runs once the skills are loaded.
 func (f *runsFace) Start() error {
+	if f.eng == nil { // unavailable: see mountUnavailable
+		return nil
+	}
 	f.bg.Go(func() {
 		select {
 		case <-f.m.Ready:
@@ -129,6 +133,9 @@ func (f *runsFace) Start() error {
 
 // Reload re-reads the flows folder; on any problem the old flows stay.
 func (f *runsFace) Reload() error {
+	if f.eng == nil {
+		return nil // unavailable: no flows to run them with
+	}
 	set, err := flow.LoadDir(f.cfg.Flows, f.profiles)
 	if err != nil {
 		f.m.Logger.Warn("flows not reloaded; the old ones stay", "flows_dir", f.cfg.Flows, "error", err)
@@ -140,13 +147,20 @@ func (f *runsFace) Reload() error {
 }
 
 // Drain ends the runs' event streams.
-func (f *runsFace) Drain() { f.api.Drain() }
+func (f *runsFace) Drain() {
+	if f.api != nil {
+		f.api.Drain()
+	}
+}
 
 // Close cancels the runs' calls in flight and closes their logs; the runs
 // stay unfinished and resume at the next start.
 func (f *runsFace) Close() error {
 	close(f.quit)
 	f.bg.Wait()
+	if f.eng == nil {
+		return nil
+	}
 	f.eng.Close()
 	return f.store.Close()
 }

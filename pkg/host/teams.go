@@ -69,7 +69,8 @@ func (f *teamsFace) Mount(m *Mount) error {
 	// The team package reports only repairs and failures, as warnings.
 	logger := slog.New(slog.NewTextHandler(m.Logger.Named("teams").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}), nil))
 	if f.store, err = team.Open(team.Config{Dir: f.stateDir, Logger: logger}); err != nil {
-		return err
+		mountUnavailable(m, "teams", team.CodeTeamsClosed, err, "/v1/teams")
+		return nil
 	}
 	f.driver, err = team.NewDriver(team.DriverConfig{Store: f.store, Registry: m.Registry, Profiles: profiles,
 		Model: model, DefaultModel: ac.Model, Workers: f.cfg.Workers, Logger: logger})
@@ -86,6 +87,9 @@ func (f *teamsFace) Mount(m *Mount) error {
 // Start runs the driver once the skills are loaded; it loads the teams on
 // disk and resumes the members with unread mail.
 func (f *teamsFace) Start() error {
+	if f.driver == nil { // unavailable: see mountUnavailable
+		return nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel
 	f.bg.Go(func() {
@@ -102,7 +106,11 @@ func (f *teamsFace) Start() error {
 }
 
 // Drain ends the teams' event streams.
-func (f *teamsFace) Drain() { f.api.Drain() }
+func (f *teamsFace) Drain() {
+	if f.api != nil {
+		f.api.Drain()
+	}
+}
 
 // Close stops the driver (turns in flight are cancelled; their logs let
 // the next start go on) and closes the teams' files.
@@ -111,6 +119,9 @@ func (f *teamsFace) Close() error {
 		f.stop()
 	}
 	f.bg.Wait()
+	if f.store == nil {
+		return nil
+	}
 	return f.store.Close()
 }
 

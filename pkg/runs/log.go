@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -540,6 +541,26 @@ func (l *Log) reopen() error {
 
 // syncDir fsyncs a folder so that a file or folder just created in it
 // survives a crash (the new name lives in the folder, not in the file).
+// MkdirSynced makes sure dir is a folder: it creates it (and its parents)
+// when missing and syncs its parent, so the new entry survives a crash; a
+// file of that name is an error that says so, not a surprise at the first
+// append.
+func MkdirSynced(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s is not a folder", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

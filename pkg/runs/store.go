@@ -57,13 +57,8 @@ func Open(cfg Config) (*Store, error) {
 		return nil, errors.New("runs: no state folder (Config.Dir)")
 	}
 	dir := filepath.Join(cfg.Dir, "runs")
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("runs: create %s: %w", dir, err)
-		}
-		if err := syncDir(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("runs: %w", err)
-		}
+	if err := MkdirSynced(dir); err != nil {
+		return nil, fmt.Errorf("runs: %w", err)
 	}
 	s := &Store{dir: dir, logger: cfg.Logger, now: cfg.Now, keep: cfg.KeepFinished,
 		runs: map[string]*Run{}, finished: map[string]Summary{}}

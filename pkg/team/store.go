@@ -47,7 +47,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, errors.New("team: no state folder (Config.Dir)")
 	}
 	dir := filepath.Join(cfg.Dir, "teams")
-	if err := mkdirSynced(dir); err != nil {
+	if err := runs.MkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("team: %w", err)
 	}
 	s := &Store{dir: dir, now: cfg.Now, logger: cfg.Logger, teams: map[string]*Team{}, signal: make(chan struct{}, 1)}
@@ -98,7 +98,7 @@ func (s *Store) Create(spec Spec) (*Team, error) {
 		return nil, fmt.Errorf("create team %s: %w", spec.ID, err) // held by another daemon, damaged
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "inbox"), filepath.Join(dir, "members")} {
-		if err := mkdirSynced(d); err != nil {
+		if err := runs.MkdirSynced(d); err != nil {
 			return nil, fmt.Errorf("create team %s: %w", spec.ID, err)
 		}
 	}
@@ -255,24 +255,4 @@ func (s *Store) load(id string) (*Team, error) {
 		}
 	}
 	return t, nil
-}
-
-// mkdirSynced creates dir if it is missing and fsyncs its parent, so the
-// new name survives a crash.
-func mkdirSynced(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	d, err := os.Open(filepath.Dir(dir))
-	if err != nil {
-		return fmt.Errorf("sync folder: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync folder %s: %w", filepath.Dir(dir), err)
-	}
-	return nil
 }
