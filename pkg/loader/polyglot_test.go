@@ -1,0 +1,91 @@
+package loader
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/registry"
+)
+
+// installNodeSkill copies the built JavaScript example skill (the bundled
+// script and its manifest) into the tree as wordstats/1.0.0.
+func (h *harness) installNodeSkill() {
+	h.t.Helper()
+	src := testenv.NodeSkill(h.t)
+	dst := filepath.Join(h.root, "wordstats", "1.0.0")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"skill": 0o755, "manifest.json": 0o644} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, mode); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// TestNodeSkill runs the example skill written in JavaScript
+// (examples/polyglot/wordstats-node) as an ordinary go-plugin skill: the
+// host's handshake and mutual TLS, Describe's tools and schemas, calls, a
+// tool's own error, the host's schema check, and the skill's exit when the
+// host stops it.
+func TestNodeSkill(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StartTimeout = 60 * time.Second }) // node under -race on a shared machine
+	h.installNodeSkill()
+	h.start()
+
+	var names []string
+	for _, tool := range h.reg.Snapshot().Tools() {
+		if tool.Skill == "wordstats" {
+			names = append(names, tool.Name)
+			if !json.Valid(tool.InputSchema) || !tool.Annotations.ReadOnly {
+				t.Errorf("%s: input schema %s, annotations %+v", tool.Name, tool.InputSchema, tool.Annotations)
+			}
+		}
+	}
+	if want := []string{"wordstats.count", "wordstats.top_words"}; !slices.Equal(names, want) {
+		t.Fatalf("tools %v, want %v; status %+v", names, want, h.status("wordstats"))
+	}
+
+	res, err := h.call("wordstats.count", `{"text":"the cat\nsat on the mat\n"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count struct{ Words, Lines, Chars int }
+	if err := json.Unmarshal(res.Result, &count); err != nil || count.Words != 6 || count.Lines != 2 || count.Chars != 23 || res.Version != "1.0.0" {
+		t.Fatalf("count: %s (%v) from %s", res.Result, err, res.Version)
+	}
+	res, err = h.call("wordstats.top_words", `{"text":"The cat saw the dog; the dog saw a cat. A cow.","n":3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Result), `{"words":[{"word":"the","count":3},{"word":"a","count":2},{"word":"cat","count":2}]}`; got != want {
+		t.Fatalf("top_words: %s, want %s", got, want)
+	}
+
+	// The tool's own refusal arrives in the protocol's error shape.
+	_, err = h.call("wordstats.top_words", `{"text":" ... "}`)
+	if e := registry.AsError(err); e.Code != registry.CodeToolError || e.Details["tool_code"] != "empty_text" || e.Message == "" {
+		t.Fatalf("top_words on no words: %v (%+v)", err, e)
+	}
+	// The host checks the arguments against the skill's schema.
+	if _, err := h.call("wordstats.top_words", `{"text":"a","n":0}`); registry.CodeOf(err) != registry.CodeInvalidArguments {
+		t.Fatalf("n=0: %v, want %s", err, registry.CodeInvalidArguments)
+	}
+
+	// Stopping the host: the skill is asked to shut down and exits.
+	pid := activePID(t, h.status("wordstats"))
+	h.l.Close(t.Context())
+	if !testenv.WaitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Fatalf("skill process %d still running after the loader closed", pid)
+	}
+}
