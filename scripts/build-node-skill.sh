@@ -8,13 +8,16 @@
 # version's entrypoint, so its sha256 in manifest.json vouches for all the
 # JavaScript that runs (docs/sdk.md, "Skills in other languages").
 #
-# OUT_DIR defaults to .cache/npm-polyglot/wordstats, rebuilt only when the
-# sources, the lock file or node change. Prints the version folder on its
+# OUT_DIR (a version folder: it must not exist, or it is replaced) defaults
+# to .cache/npm-polyglot/wordstats, rebuilt only when the sources, the lock
+# file or node change. Prints the version folder on its
 # last line. Exits 3, with a message, when node or npm is missing, so a test
 # can skip rather than fail.
 #
 # usage: scripts/build-node-skill.sh [OUT_DIR]
 set -euo pipefail
+out=${1:-}
+[ -z "$out" ] || out=$(realpath -m -- "$out") # from the caller's folder
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
@@ -28,12 +31,17 @@ src=examples/polyglot/wordstats-node
 cache=${NODE_SKILL_CACHE:-$root/.cache/npm-polyglot}
 # The lock taken here also covers the build below.
 npm_ci_cached "$src" "$cache" @grpc/grpc-js
-out=${1:-$cache/wordstats}
-build=$(cat "$0" "$src/skill.js" sdk/proto/skill.proto "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
-build="$build $node_bin"
-if [ "$(cat "$out/.built" 2>/dev/null)" = "$build" ] && [ -f "$out/skill" ] && [ -f "$out/manifest.json" ]; then
-  echo "$out"
-  exit 0
+# The default folder is rebuilt only when what goes into it changed, and
+# under the lock: test binaries copy it while others may ask for it.
+if [ -z "$out" ]; then
+  out=$cache/wordstats
+  built=$(cat "$0" "$src/skill.js" sdk/proto/skill.proto "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
+  built="$built $node_bin"
+  if [ "$(cat "$cache/.built" 2>/dev/null)" = "$built" ] && [ -f "$out/skill" ] && [ -f "$out/manifest.json" ]; then
+    echo "$out"
+    exit 0
+  fi
+  rm -f "$cache/.built"
 fi
 rm -rf "$out"
 mkdir -p "$out"
@@ -55,5 +63,5 @@ cat >"$out/manifest.json" <<JSON
   "tags": ["text", "example"]
 }
 JSON
-echo "$build" >"$out/.built"
+[ -z "${built:-}" ] || echo "$built" >"$cache/.built"
 echo "$out"

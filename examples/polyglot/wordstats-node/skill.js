@@ -42,8 +42,13 @@ const APP_PROTOCOL_VERSION = 1; // sdk.Handshake.ProtocolVersion
 const TLS_FD_ENV = 'SKILLHOST_TLS_FD'; // sdk.ServerTLSFDEnv
 const MAX_MESSAGE_BYTES = 256 << 20; // sdk.MaxMessageBytes: the host enforces the manifest's limits
 
-// log writes to stderr only: stdout carries the handshake line and nothing else.
-function log(...args) { process.stderr.write(`wordstats: ${args.join(' ')}\n`); }
+// log writes one hclog JSON line to stderr, which go-plugin re-logs in the
+// host at its level (a line that is not JSON arrives only at debug). Never
+// stdout: it carries the handshake line and nothing else.
+function log(message, level = 'info') {
+  const timestamp = new Date().toISOString().replace('Z', '000Z'); // go-plugin wants microseconds
+  process.stderr.write(`${JSON.stringify({ '@level': level, '@message': message, '@timestamp': timestamp })}\n`);
+}
 
 function load(text) {
   const root = protobuf.parse(text, { keepCase: true }).root;
@@ -137,7 +142,7 @@ const skill = {
         cb(null, { error: { code: err.code, message: err.message, retryable: err.retryable } });
         return;
       }
-      log(`${tool}: ${err.stack || err}`);
+      log(`${tool}: ${err.stack || err}`, 'error');
       cb(null, { error: { code: 'internal', message: `${tool}: ${err.message}`, retryable: false } });
     }
   },
@@ -167,7 +172,7 @@ function main() {
   }
   const clientCert = process.env.PLUGIN_CLIENT_CERT;
   if (!clientCert) {
-    log('PLUGIN_CLIENT_CERT is not set: the host must send its client certificate (AutoMTLS)');
+    log('PLUGIN_CLIENT_CERT is not set: the host must send its client certificate (AutoMTLS)', 'error');
     process.exit(1);
   }
   const creds = grpc.ServerCredentials.createSsl(Buffer.from(clientCert), [serverIdentity()], true);
@@ -199,7 +204,7 @@ function main() {
 
   server.bindAsync(`unix:${sock}`, creds, (err) => {
     if (err) {
-      log(`listen on ${sock}: ${err.message}`);
+      log(`listen on ${sock}: ${err.message}`, 'error');
       process.exit(1);
     }
     // The handshake line: CORE-PROTOCOL-VERSION|APP-PROTOCOL-VERSION|
@@ -215,7 +220,7 @@ function main() {
   const ppid = process.ppid;
   setInterval(() => {
     if (process.ppid !== ppid) {
-      log('the host is gone (new parent process)');
+      log('the host is gone (new parent process); exiting', 'warn');
       process.exit(0);
     }
   }, 1000).unref();
