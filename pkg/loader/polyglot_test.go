@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/internal/testenv"
+	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -36,12 +37,15 @@ func (h *harness) installNodeSkill() {
 // TestNodeSkill runs the example skill written in JavaScript
 // (examples/polyglot/wordstats-node) as an ordinary go-plugin skill: the
 // host's handshake and mutual TLS, Describe's tools and schemas, calls, a
-// tool's own error, the host's schema check, and the skill's exit when the
+// tool's own error, the host's schema check, a client without the host's
+// certificate refused, and the skill's exit when the
 // host stops it.
 func TestNodeSkill(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.StartTimeout = 60 * time.Second }) // node under -race on a shared machine
 	h.installNodeSkill()
+	began := time.Now()
 	h.start()
+	t.Logf("loader started with the node skill serving in %v", time.Since(began).Round(time.Millisecond))
 
 	var names []string
 	for _, tool := range h.reg.Snapshot().Tools() {
@@ -80,6 +84,19 @@ func TestNodeSkill(t *testing.T) {
 	// The host checks the arguments against the skill's schema.
 	if _, err := h.call("wordstats.top_words", `{"text":"a","n":0}`); registry.CodeOf(err) != registry.CodeInvalidArguments {
 		t.Fatalf("n=0: %v, want %s", err, registry.CodeInvalidArguments)
+	}
+
+	// The skill serves the host's client certificate and no other.
+	stranger, err := proc.NewClientCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.activeInstance("wordstats").client.ReattachConfig().Addr
+	if err := tlsRead(addr.Network(), addr.String(), stranger); err == nil {
+		t.Error("the node skill accepted a TLS client with a key the host never made")
+	}
+	if err := tlsRead(addr.Network(), addr.String(), h.l.mtls); err != nil {
+		t.Errorf("the node skill refused the host's key: %v", err)
 	}
 
 	// Stopping the host: the skill is asked to shut down and exits.
