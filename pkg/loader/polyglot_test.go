@@ -1,17 +1,24 @@
 package loader
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
+
 	"github.com/skillhost/skillhost/internal/testenv"
 	"github.com/skillhost/skillhost/pkg/proc"
 	"github.com/skillhost/skillhost/pkg/registry"
+	"github.com/skillhost/skillhost/sdk"
 )
 
 // installNodeSkill copies the built JavaScript example skill (the bundled
@@ -105,4 +112,68 @@ func TestNodeSkill(t *testing.T) {
 	if !testenv.WaitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 		t.Fatalf("skill process %d still running after the loader closed", pid)
 	}
+}
+
+// TestNodeSkillExitsWhenOrphaned checks the JavaScript skill's own watch
+// on its parent, which covers a missed parent-death signal: started by a
+// shell that exits at once (no Pdeathsig, no Shutdown call), the skill
+// serves, notices it was reparented, and exits.
+func TestNodeSkillExitsWhenOrphaned(t *testing.T) {
+	skill := filepath.Join(testenv.NodeSkill(t), "skill")
+	client, err := proc.NewClientCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := proc.NewServerIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsPipe, err := server.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tlsPipe.Close()
+	// The shell prints the skill's pid, then exits when told (after the
+	// handshake, so the skill saw it as its parent); the skill writes its
+	// handshake line to the same stdout.
+	cmd := exec.Command("bash", "-c", `"$0" & echo "$!"; read -r _`, skill)
+	cmd.Env = []string{"SKILLHOST_SKILL=" + sdk.Handshake.MagicCookieValue, client.Env(), sdk.ServerTLSFDEnv + "=3",
+		plugin.EnvUnixSocketDir + "=" + t.TempDir()}
+	cmd.ExtraFiles = []*os.File{tlsPipe}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exitShell, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tlsPipe.Close()
+	lines := bufio.NewScanner(out)
+	var pid int
+	var handshake string
+	for (pid == 0 || handshake == "") && lines.Scan() {
+		if n, err := strconv.Atoi(lines.Text()); err == nil {
+			pid = n
+		} else {
+			handshake = lines.Text()
+		}
+	}
+	exitShell.Write([]byte("\n"))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the shell: %v", err)
+	}
+	if pid == 0 || !strings.HasPrefix(handshake, "1|1|unix|") || !strings.HasSuffix(handshake, "|grpc") {
+		t.Fatalf("pid %d, handshake line %q", pid, handshake)
+	}
+	if !testenv.WaitFor(10*time.Second, func() bool { return !testenv.Alive(pid) }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("orphaned skill %d still running 10 s after its parent exited", pid)
+	}
+	// Reaped already unless an earlier test made this process a subreaper.
+	syscall.Wait4(pid, nil, syscall.WNOHANG, nil)
 }
