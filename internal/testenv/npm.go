@@ -147,3 +147,25 @@ func runNodeScript(script string, args ...string) (dir, skip string, err error) 
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], "", nil
 }
+
+// InstallNodeSkill copies the built JavaScript example skill (NodeSkill:
+// the bundled script and its manifest) into tree as wordstats/1.0.0 and
+// returns that folder.
+func InstallNodeSkill(t testing.TB, tree string) string {
+	t.Helper()
+	src := NodeSkill(t)
+	dst := filepath.Join(tree, "wordstats", "1.0.0")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"skill": 0o755, "manifest.json": 0o644} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, name), b, mode)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}

@@ -21,26 +21,6 @@ import (
 	"github.com/skillhost/skillhost/sdk"
 )
 
-// installNodeSkill copies the built JavaScript example skill (the bundled
-// script and its manifest) into the tree as wordstats/1.0.0.
-func (h *harness) installNodeSkill() {
-	h.t.Helper()
-	src := testenv.NodeSkill(h.t)
-	dst := filepath.Join(h.root, "wordstats", "1.0.0")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		h.t.Fatal(err)
-	}
-	for name, mode := range map[string]os.FileMode{"skill": 0o755, "manifest.json": 0o644} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, name), b, mode); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-}
-
 // TestNodeSkill runs the example skill written in JavaScript
 // (examples/polyglot/wordstats-node) as an ordinary go-plugin skill: the
 // host's handshake and mutual TLS, Describe's tools and schemas, calls, a
@@ -49,7 +29,7 @@ func (h *harness) installNodeSkill() {
 // host stops it.
 func TestNodeSkill(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.StartTimeout = 60 * time.Second }) // node under -race on a shared machine
-	h.installNodeSkill()
+	testenv.InstallNodeSkill(t, h.root)
 	began := time.Now()
 	h.start()
 	t.Logf("loader started with the node skill serving in %v", time.Since(began).Round(time.Millisecond))

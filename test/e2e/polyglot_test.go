@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -18,21 +16,8 @@ import (
 // in the one error shape, and when the daemon is killed outright (no
 // Shutdown call) the skill exits on its own.
 func TestNodeSkillThroughDaemon(t *testing.T) {
-	src := testenv.NodeSkill(t)
 	tree := t.TempDir()
-	dst := filepath.Join(tree, "wordstats", "1.0.0")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, mode := range map[string]os.FileMode{"skill": 0o755, "manifest.json": 0o644} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dst, name), b, mode)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.InstallNodeSkill(t, tree)
 	d := startDaemon(t, tree, "--start-timeout", "60s")
 
 	var tools struct {
