@@ -35,6 +35,11 @@ if ! bash scripts/install-mcp-servers.sh >/dev/null; then
   echo "test.sh: the npm MCP servers are not installed: the tests of pkg/mcprt, pkg/loader and pkg/host that run them will skip (node and npm missing) or fail" >&2
 fi
 
+step "the JavaScript example skill (scripts/build-node-skill.sh: npm ci, esbuild)"
+if ! bash scripts/build-node-skill.sh >/dev/null; then
+  echo "test.sh: the JavaScript example skill is not built: TestNodeSkill (pkg/loader) and TestNodeSkillThroughDaemon (test/e2e) will skip (node and npm missing) or fail" >&2
+fi
+
 step "go test -race (root module: unit, integration with real skill processes, e2e and browser tests against a real daemon)"
 go test -race -count=1 -timeout 20m ./...
 

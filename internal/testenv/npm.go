@@ -34,22 +34,10 @@ var npm struct {
 func NPMServers(t testing.TB) (dir, node string) {
 	t.Helper()
 	npm.once.Do(func() {
-		out, err := exec.Command("bash", filepath.Join(ModuleRoot(), "scripts", "install-mcp-servers.sh")).Output()
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee) && ee.ExitCode() == 3:
-			npm.skip = strings.TrimSpace(string(ee.Stderr))
-			return
-		case errors.As(err, &ee):
-			npm.err = errors.New(strings.TrimSpace(string(ee.Stderr)))
-			return
-		case err != nil:
-			npm.err = err
-			return
+		npm.dir, npm.skip, npm.err = runNodeScript("install-mcp-servers.sh")
+		if npm.err == nil && npm.skip == "" {
+			npm.node, npm.err = exec.LookPath("node")
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		npm.dir = lines[len(lines)-1]
-		npm.node, npm.err = exec.LookPath("node")
 	})
 	if npm.skip != "" {
 		t.Skip("the npm MCP servers cannot be installed: " + npm.skip)
@@ -113,4 +101,71 @@ func InstallMCP(root, skill, version, src string, edit func(m map[string]any), a
 		return "", err
 	}
 	return dir, os.Rename(stage, dir)
+}
+
+var nodeSkill struct {
+	once sync.Once
+	dir  string
+	skip string
+	err  error
+}
+
+// NodeSkill builds the JavaScript example skill
+// (examples/polyglot/wordstats-node, by scripts/build-node-skill.sh into
+// .cache/npm-polyglot, once per test binary) and returns its version folder: the bundled script
+// "skill" and its manifest.json. Copy it into a tree; do not change it. It
+// skips the test, saying why, when node or npm is missing; any other build
+// failure fails it.
+func NodeSkill(t testing.TB) string {
+	t.Helper()
+	nodeSkill.once.Do(func() {
+		nodeSkill.dir, nodeSkill.skip, nodeSkill.err = runNodeScript("build-node-skill.sh")
+	})
+	if nodeSkill.skip != "" {
+		t.Skip("the JavaScript example skill cannot be built: " + nodeSkill.skip)
+	}
+	if nodeSkill.err != nil {
+		t.Fatalf("building the JavaScript example skill: %v", nodeSkill.err)
+	}
+	return nodeSkill.dir
+}
+
+// runNodeScript runs one of the project's npm scripts, which print a folder
+// on their last line and exit 3 when node or npm is missing: it returns
+// that folder, or why the caller should skip, or the script's error.
+func runNodeScript(script string, args ...string) (dir, skip string, err error) {
+	out, err := exec.Command("bash", append([]string{filepath.Join(ModuleRoot(), "scripts", script)}, args...)...).Output()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 3:
+		return "", strings.TrimSpace(string(ee.Stderr)), nil
+	case errors.As(err, &ee):
+		return "", "", fmt.Errorf("%s: %s", script, strings.TrimSpace(string(ee.Stderr)))
+	case err != nil:
+		return "", "", fmt.Errorf("%s: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], "", nil
+}
+
+// InstallNodeSkill copies the built JavaScript example skill (NodeSkill:
+// the bundled script and its manifest) into tree as wordstats/1.0.0 and
+// returns that folder.
+func InstallNodeSkill(t testing.TB, tree string) string {
+	t.Helper()
+	src := NodeSkill(t)
+	dst := filepath.Join(tree, "wordstats", "1.0.0")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"skill": 0o755, "manifest.json": 0o644} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, name), b, mode)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
 }
