@@ -46,7 +46,8 @@ var mayImport = map[string][]string{
 	// The assembly: builds every part from one Config and owns start/stop.
 	"pkg/host": {"pkg/api", "pkg/mcp", "pkg/agent", "pkg/flow", "pkg/team", "pkg/fleet", "pkg/runs",
 		"pkg/loader", "pkg/mcprt", "pkg/proc", "pkg/manifest", "pkg/skillmd", "pkg/skills",
-		"pkg/registry/...", "pkg/events", "pkg/metrics", "pkg/console"},
+		"pkg/registry/...", "pkg/events", "pkg/metrics", "pkg/console",
+		"internal/httpjson"}, // a face that cannot open its files answers in the one error shape
 
 	// Faces: each reaches the tools through the registry only.
 	"pkg/api":   {"pkg/registry", "pkg/skills", "pkg/skillmd", "pkg/registry/openaitools", "pkg/events", "internal/httpjson"},
