@@ -18,6 +18,7 @@ import (
 
 	"github.com/skillhost/skillhost/internal/bench/tools"
 	"github.com/skillhost/skillhost/pkg/api"
+	"github.com/skillhost/skillhost/pkg/host"
 )
 
 // Config says what to run and where the binaries are.
@@ -223,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: api.New(api.Config{Registry: reg, Skills: ld})}
+	srv := &http.Server{Handler: api.New(api.Config{Registry: reg, Skills: host.APISkills(ld)})}
 	go srv.Serve(ln)
 	hp := httpPath("http://"+ln.Addr().String(), "bench")
 	pr, err := profilePath(ctx, hp, tools.EchoTool, 16, cfg.ProfileTime, filepath.Join(cfg.Out, "cpu-api-inprocess-echo.pprof"))

@@ -31,7 +31,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	stream := sse.New(w, heartbeat)
 	defer stream.Stop()
 	state := map[string]any{
-		"skills": skillList(s.cfg.Skills.Status(), nil).Skills, "tools": s.cfg.Registry.Snapshot().Len(),
+		"skills": s.cfg.Skills.Skills().Skills, "tools": s.cfg.Registry.Snapshot().Len(),
 		"recent": s.cfg.Events.Recent(), "time": time.Now(),
 	}
 	if stream.Event("state", state) != nil {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/api"
-	"github.com/skillhost/skillhost/pkg/loader"
-	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
@@ -24,10 +22,9 @@ import (
 // only the registry.
 type noSkills struct{}
 
-func (noSkills) Status() []loader.SkillStatus              { return nil }
-func (noSkills) Skill(string) (loader.SkillStatus, bool)   { return loader.SkillStatus{}, false }
+func (noSkills) Skills() api.SkillList                     { return api.SkillList{} }
+func (noSkills) Skill(string) (api.Skill, bool)            { return api.Skill{}, false }
 func (noSkills) Rescan(context.Context) error              { return nil }
-func (noSkills) TreeProblems() manifest.Problems           { return nil }
 func (noSkills) Ready() bool                               { return true }
 func (noSkills) Disable(context.Context, string) error     { return nil }
 func (noSkills) Enable(context.Context, string) error      { return nil }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,16 +15,15 @@ import (
 
 	"github.com/skillhost/skillhost/pkg/api"
 	"github.com/skillhost/skillhost/pkg/events"
-	"github.com/skillhost/skillhost/pkg/loader"
-	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
-// fakeSkills is the loader side of the API in memory: fixed statuses, and
-// an error to answer each operator action with.
+// fakeSkills is the loader side of the API in memory, already in the API's
+// wire types as pkg/host converts them: fixed skills, and an error to
+// answer each operator action with.
 type fakeSkills struct {
-	skills   []loader.SkillStatus
-	problems manifest.Problems
+	skills   []api.Skill
+	problems []api.Problem
 	ready    bool
 	err      error // what Rescan, Disable, Enable, Pin and Unpin answer
 
@@ -31,17 +31,19 @@ type fakeSkills struct {
 	calls []string
 }
 
-func (f *fakeSkills) Status() []loader.SkillStatus { return f.skills }
-func (f *fakeSkills) Skill(name string) (loader.SkillStatus, bool) {
+// Skills answers a copy, as the interface asks: the API adds to it.
+func (f *fakeSkills) Skills() api.SkillList {
+	return api.SkillList{Skills: slices.Clone(f.skills), Problems: f.problems}
+}
+func (f *fakeSkills) Skill(name string) (api.Skill, bool) {
 	for _, s := range f.skills {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return loader.SkillStatus{}, false
+	return api.Skill{}, false
 }
-func (f *fakeSkills) TreeProblems() manifest.Problems { return f.problems }
-func (f *fakeSkills) Ready() bool                     { return f.ready }
+func (f *fakeSkills) Ready() bool { return f.ready }
 func (f *fakeSkills) act(call string) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
@@ -61,17 +63,17 @@ var _ api.Skills = (*fakeSkills)(nil)
 // disabled and pinned.
 func fixtureSkills() *fakeSkills {
 	started := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	return &fakeSkills{ready: true, skills: []loader.SkillStatus{
-		{Name: "calc", Active: "1.1.0", Versions: []loader.VersionStatus{
-			{Version: "1.1.0", State: loader.StateActive, Runtime: "go-plugin", PID: 4242, StartedAt: &started, InFlight: 1, Restarts: 2, Tools: []string{"calc.add", "calc.slow"}},
-			{Version: "1.0.0", State: loader.StateStopped},
+	return &fakeSkills{ready: true, skills: []api.Skill{
+		{Name: "calc", Kind: api.KindBinary, Active: "1.1.0", Versions: []api.Version{
+			{Version: "1.1.0", State: "active", Runtime: "go-plugin", PID: 4242, StartedAt: &started, InFlight: 1, Restarts: 2, Tools: []string{"calc.add", "calc.slow"}},
+			{Version: "1.0.0", State: "stopped"},
 		}},
-		{Name: "broken", Reason: "no valid version", Versions: []loader.VersionStatus{
-			{Version: "0.1.0", State: loader.StateInvalid, LastError: "manifest: 1 problem",
-				Problems: manifest.Problems{{Path: "$.version", Message: `"0.2.0" does not match the version folder "0.1.0"`}}},
+		{Name: "broken", Kind: api.KindBinary, Reason: "no valid version", Versions: []api.Version{
+			{Version: "0.1.0", State: "invalid", LastError: "manifest: 1 problem",
+				Problems: []api.Problem{{Path: "$.version", Message: `"0.2.0" does not match the version folder "0.1.0"`}}},
 		}},
-		{Name: "text", Disabled: true, Pinned: "2.0.0", Reason: "disabled by an operator", Versions: []loader.VersionStatus{}},
-	}, problems: manifest.Problems{{Path: "stray.txt", Message: "not a skill folder"}}}
+		{Name: "text", Kind: api.KindBinary, Disabled: true, Pinned: "2.0.0", Reason: "disabled by an operator", Versions: []api.Version{}},
+	}, problems: []api.Problem{{Path: "stray.txt", Message: "not a skill folder"}}}
 }
 
 // calcBackend serves the fixture's calc tools in memory.

@@ -14,18 +14,20 @@ import (
 
 	"github.com/skillhost/skillhost/internal/httpjson"
 	"github.com/skillhost/skillhost/pkg/events"
-	"github.com/skillhost/skillhost/pkg/loader"
-	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 	"github.com/skillhost/skillhost/pkg/skills"
 )
 
-// Skills is what the API needs of the loader.
+// Skills is what the API needs of the loader, in the API's own wire types:
+// the API knows nothing of the loader, and the assembly (pkg/host) converts
+// the loader's status, so a field renamed there cannot reach the JSON.
 type Skills interface {
-	Status() []loader.SkillStatus
-	Skill(name string) (loader.SkillStatus, bool)
+	// Skills lists the binary skills, sorted by name, and the tree's own
+	// problems. Each call answers a list of its own: the API adds the
+	// Agent Skills from the catalog to it in place.
+	Skills() SkillList
+	Skill(name string) (Skill, bool)
 	Rescan(ctx context.Context) error
-	TreeProblems() manifest.Problems
 	Ready() bool
 	Disable(ctx context.Context, skill string) error
 	Enable(ctx context.Context, skill string) error
@@ -131,7 +133,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
-	list := skillList(s.cfg.Skills.Status(), s.cfg.Skills.TreeProblems())
+	list := s.cfg.Skills.Skills()
 	list.Skills = s.withInstructions(list.Skills)
 	writeJSON(w, http.StatusOK, list)
 }
@@ -147,7 +149,7 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no skill named %q in the tree", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.withInstructions([]Skill{skillOf(st)})[0])
+	writeJSON(w, http.StatusOK, s.withInstructions([]Skill{st})[0])
 }
 
 // queryParams are the parameters /v1/tools and /v1/openai/tools accept; any

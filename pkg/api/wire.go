@@ -5,14 +5,13 @@ import (
 	"time"
 
 	"github.com/skillhost/skillhost/internal/httpjson"
-	"github.com/skillhost/skillhost/pkg/loader"
-	"github.com/skillhost/skillhost/pkg/manifest"
 	"github.com/skillhost/skillhost/pkg/registry"
 )
 
 // The API's wire types: what its JSON answers hold, and what a client (the
 // CLI) decodes them into. They are the API's own, converted from the
-// loader's and the registry's types at the edge, so renaming a field there
+// loader's and the registry's types at the edge (the registry's here, the
+// loader's in pkg/host, which knows both sides), so renaming a field there
 // cannot silently change the public API; testdata/*.golden pins the JSON.
 
 // SkillList is the answer of GET /v1/skills and POST /v1/rescan.
@@ -94,40 +93,6 @@ type Annotations struct {
 // ErrorBody is every error answer: {"error": {"code", "message",
 // "retryable", "details"}}, the shape every face of the host shares.
 type ErrorBody = httpjson.ErrorBody
-
-func skillList(st []loader.SkillStatus, problems manifest.Problems) SkillList {
-	out := SkillList{Skills: make([]Skill, len(st)), Problems: problemList(problems)}
-	for i, s := range st {
-		out.Skills[i] = skillOf(s)
-	}
-	return out
-}
-
-func skillOf(s loader.SkillStatus) Skill {
-	out := Skill{Name: s.Name, Kind: KindBinary, Active: s.Active, Disabled: s.Disabled, Pinned: s.Pinned, Reason: s.Reason}
-	if s.Versions != nil {
-		out.Versions = make([]Version, len(s.Versions))
-	}
-	for i, v := range s.Versions {
-		out.Versions[i] = Version{
-			Version: v.Version, State: string(v.State), Runtime: v.Runtime, PID: v.PID, StartedAt: v.StartedAt,
-			InFlight: v.InFlight, Restarts: v.Restarts, LastError: v.LastError,
-			Problems: problemList(v.Problems), Tools: v.Tools, Uses: v.Uses, DrainDeadline: v.DrainDeadline,
-		}
-	}
-	return out
-}
-
-func problemList(ps manifest.Problems) []Problem {
-	if ps == nil {
-		return nil
-	}
-	out := make([]Problem, len(ps))
-	for i, p := range ps {
-		out[i] = Problem{Path: p.Path, Message: p.Message}
-	}
-	return out
-}
 
 func toolOf(t *registry.Tool) Tool {
 	a := t.Annotations

@@ -184,7 +184,7 @@ func New(cfg Config) (_ *Host, err error) {
 	h.met.SetRegistry(h.reg)
 	h.met.SetStatus(h.ld.Status)
 
-	h.api = api.New(api.Config{Registry: h.reg, Skills: h.ld, Logger: log, Events: h.bus, Catalog: h.ld.Catalog()})
+	h.api = api.New(api.Config{Registry: h.reg, Skills: apiSkills{h.ld}, Logger: log, Events: h.bus, Catalog: h.ld.Catalog()})
 	h.api.Handle("GET /metrics", h.met.Handler())
 	for _, f := range append(builtinFaces(cfg), h.fleet.faces()...) {
 		m := &Mount{Registry: h.reg, Skills: h.ld, Events: h.bus, Metrics: h.met, Logger: log.Named(f.Name()), Ready: h.ready, api: h.api}
