@@ -1034,6 +1034,7 @@
         const hdr = { Accept: 'text/event-stream' };
         if (last) hdr['Last-Event-ID'] = String(last);
         const res = await fetch(`/v1/teams/${encodeURIComponent(view.id)}/events`, { headers: headers(hdr), cache: 'no-store', signal: view.ctl.signal });
+        if (res.status === 404) { view.conn.textContent = 'no such team'; return; }
         if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
         retry = 0;
         view.conn.textContent = 'live';
