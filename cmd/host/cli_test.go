@@ -122,3 +122,67 @@ func TestValidateMCPVersion(t *testing.T) {
 		t.Fatalf("validate = %d, %q %q", code, out.String(), errOut.String())
 	}
 }
+
+// validate judges Agent Skills as the daemon does, in both layouts and tied to a binary, and
+// locates every problem in its file: a valid skill is ok, one with warnings only is ok with
+// its warnings, an invalid one (and the tied version it holds back) fails.
+func TestValidateAgentSkills(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pdf/SKILL.md", "---\nname: pdf\ndescription: Fill in PDF forms.\nmetadata:\n  version: \"1.2.0\"\n---\nUse it.\n")
+	write("notes/2.0.0/SKILL.md", "---\nname: notes\ndescription: Take notes.\nauthor: me\n---\nBody.\n")
+	write("review/1.0.0/SKILL.md", "---\nname: review\ndescription: \"\"\n---\nBody.\n")
+	script := filepath.Join(t.TempDir(), "run")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calc, err := testenv.Install(root, testenv.Version{Skill: "calc", Version: "1.0.0", Binary: script, Tools: []string{"evaluate"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(calc, "SKILL.md"), []byte("---\nname: calc\n---\nCall calc.evaluate.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	pdf, notes, review := filepath.Join(root, "pdf"), filepath.Join(root, "notes", "2.0.0"), filepath.Join(root, "review", "1.0.0")
+	okPDF := "ok          pdf@1.2.0 (" + pdf + ")\n"
+	okNotes := "ok          notes@2.0.0 (" + notes + ")\n" +
+		"warning     notes@2.0.0: " + notes + "/SKILL.md:4: front matter: author: is not a field of the Agent Skills specification; it is kept but not used\n"
+	badReview := "invalid     review@1.0.0 (" + review + ")\n" +
+		"    " + review + "/SKILL.md:3: front matter: description: is empty; a skill without a description cannot be offered to a model\n"
+	badCalc := "invalid     calc@1.0.0 (" + calc + ")\n" +
+		"    SKILL.md:2: front matter: description: is required but missing\n"
+	for _, tc := range []struct {
+		path string
+		code int
+		want []string
+	}{
+		{path: root, code: exitFailure, want: []string{okPDF, okNotes, badReview, badCalc}},
+		{path: pdf, code: exitOK, want: []string{okPDF}},
+		{path: filepath.Join(pdf, "SKILL.md"), code: exitOK, want: []string{okPDF}},
+		{path: filepath.Join(root, "notes"), code: exitOK, want: []string{okNotes}},
+		{path: notes, code: exitOK, want: []string{okNotes}},
+		{path: review, code: exitFailure, want: []string{badReview}},
+		{path: calc, code: exitFailure, want: []string{badCalc}},
+	} {
+		var out, errOut strings.Builder
+		code := runValidate([]string{"--strict-modes=false", tc.path}, &out, &errOut)
+		if code != tc.code {
+			t.Errorf("validate %s = %d, want %d:\n%s%s", tc.path, code, tc.code, out.String(), errOut.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("validate %s:\n%s%s\nwant it to hold:\n%s", tc.path, out.String(), errOut.String(), w)
+			}
+		}
+	}
+}

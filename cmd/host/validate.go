@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -8,7 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/skillhost/skillhost/pkg/loader"
 	"github.com/skillhost/skillhost/pkg/manifest"
+	"github.com/skillhost/skillhost/pkg/skillmd"
 )
 
 // interpreterWarning says what an MCP version's bare command needs from
@@ -41,10 +46,16 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	versions, problems, err := manifest.ValidatePath(pos[0], manifest.Options{StrictModes: *strict})
+	if err != nil && !errors.Is(err, manifest.ErrAgentSkill) {
+		fmt.Fprintf(stderr, "host validate: %v\n", err)
+		return exitFailure
+	}
+	found, err := agentSkills(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "host validate: %v\n", err)
 		return exitFailure
 	}
+	loader.JoinTied(&manifest.Tree{Versions: versions}, found)
 	bad := len(problems)
 	for _, p := range problems {
 		fmt.Fprintf(stdout, "%s: %s\n", pos[0], p)
@@ -63,10 +74,11 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "    %s\n", p)
 		}
 	}
+	bad += reportAgentSkills(stdout, found)
 	for _, w := range usesWarnings(pos[0], versions, manifest.Options{StrictModes: *strict}) {
 		fmt.Fprintf(stdout, "warning     %s\n", w)
 	}
-	if len(versions) == 0 && len(problems) == 0 {
+	if len(versions) == 0 && len(problems) == 0 && len(found) == 0 {
 		fmt.Fprintf(stdout, "%s: no version folders found\n", pos[0])
 		return exitFailure
 	}
@@ -92,4 +104,91 @@ func usesWarnings(path string, versions []manifest.Version, opts manifest.Option
 		}
 	}
 	return manifest.UsesWarnings(versions, tree)
+}
+
+// reportAgentSkills prints the verdict on each Agent Skill as the versions' is printed, every
+// problem located in its file ("skills/pdf/SKILL.md:2: front matter: name: …"), and returns how
+// many are not valid. A tied copy's errors are already its version's problems (JoinTied), so
+// only its warnings are printed here, and it is not counted twice.
+func reportAgentSkills(w io.Writer, found []skillmd.Skill) int {
+	bad := 0
+	for _, s := range found {
+		id := s.Name + "@" + s.Version
+		if s.Tied || s.Status == skillmd.StatusValid {
+			if !s.Tied {
+				fmt.Fprintf(w, "ok          %s (%s)\n", id, s.Dir)
+			}
+			for _, p := range s.Problems.Warnings() {
+				p.Warning = false // the line says warning already
+				fmt.Fprintf(w, "warning     %s: %s\n", id, p.In(s.Dir))
+			}
+			continue
+		}
+		bad++
+		fmt.Fprintf(w, "%-11s %s (%s)\n", s.Status, id, s.Dir)
+		for _, p := range s.Problems {
+			fmt.Fprintf(w, "    %s\n", p.In(s.Dir))
+		}
+	}
+	return bad
+}
+
+// agentSkills loads the Agent Skills (SKILL.md folders) under path with pkg/skillmd, as the
+// daemon's scan does: a whole tree with skillmd.Scan; a skill folder's version folders; or one
+// folder holding SKILL.md. Which layout such a folder has depends on the tree root, which
+// validate is not told: a folder named as a semantic version is a version folder
+// (skills/<name>/<version>/SKILL.md, as a skill name cannot hold a dot), any other is a skill
+// folder (skills/<name>/SKILL.md).
+func agentSkills(path string) ([]skillmd.Skill, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("load Agent Skills under %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load Agent Skills under %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		abs = filepath.Dir(abs) // SKILL.md or manifest.json: ValidatePath refused any other file
+	}
+	if skillmd.IsSkillFolder(abs) {
+		if skillmd.IsSkillFolder(filepath.Dir(abs)) {
+			return nil, nil // a folder inside an unversioned skill: its files, not a skill
+		}
+		layout := skillmd.Unversioned
+		if _, err := semver.StrictNewVersion(filepath.Base(abs)); err == nil {
+			layout = skillmd.Versioned
+		}
+		return []skillmd.Skill{skillmd.Load(abs, layout)}, nil
+	}
+	if _, err := os.Lstat(filepath.Join(abs, manifest.FileName)); err == nil {
+		return nil, nil // a binary version folder without SKILL.md
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load Agent Skills under %s: %w", path, err)
+	}
+	var versions []skillmd.Skill
+	tree := false
+	for _, e := range entries {
+		dir := filepath.Join(abs, e.Name())
+		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
+			continue
+		}
+		if _, err := semver.StrictNewVersion(e.Name()); err != nil {
+			tree = tree || skillmd.IsSkillFolder(dir)
+			continue
+		}
+		if skillmd.IsSkillFolder(dir) {
+			versions = append(versions, skillmd.Load(dir, skillmd.Versioned))
+		}
+	}
+	if len(versions) > 0 && !tree {
+		return versions, nil // a skill folder: skills/<name>/<version>/SKILL.md
+	}
+	found, err := skillmd.Scan(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load Agent Skills under %s: %w", path, err)
+	}
+	return found, nil
 }

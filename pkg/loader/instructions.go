@@ -25,7 +25,7 @@ func (l *Loader) Catalog() *skills.Catalog { return l.instr.catalog }
 
 // scanInstructions scans the tree's Agent Skills beside a scan of the binaries (under scanMu,
 // so the catalog follows the same rescans: watcher, resync, SIGHUP, API) and ties each tied
-// copy to its binary version (joinTied). A tree that could not be scanned yields nothing; the
+// copy to its binary version (JoinTied). A tree that could not be scanned yields nothing; the
 // binary scan reports it.
 func (l *Loader) scanInstructions(tree *manifest.Tree, scanErr error) []skillmd.Skill {
 	if scanErr != nil {
@@ -38,16 +38,17 @@ func (l *Loader) scanInstructions(tree *manifest.Tree, scanErr error) []skillmd.
 	if found == nil {
 		found = []skillmd.Skill{} // an empty tree is a result: the last skill may have gone
 	}
-	joinTied(tree, found)
+	JoinTied(tree, found)
 	return found
 }
 
-// joinTied makes a tied version folder (manifest.json, a binary and SKILL.md) one unit: its
+// JoinTied makes a tied version folder (manifest.json, a binary and SKILL.md) one unit: its
 // fingerprint covers the instructions' digest, so an edit to SKILL.md reloads the version as
 // an edit to the manifest does, and an invalid or incomplete SKILL.md holds the version back
 // with its problems, as a bad manifest would: instructions shipped with a binary are part of
-// it, and serving the binary without them would be serving half a version.
-func joinTied(tree *manifest.Tree, found []skillmd.Skill) {
+// it, and serving the binary without them would be serving half a version. host validate
+// calls it too, so it judges a tied version as the daemon would.
+func JoinTied(tree *manifest.Tree, found []skillmd.Skill) {
 	byDir := make(map[string]*skillmd.Skill, len(found))
 	for i := range found {
 		if found[i].Tied {

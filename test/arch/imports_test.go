@@ -39,7 +39,7 @@ var mayImport = map[string][]string{
 	// faces' own configs (agent, mcp, registry/embed) and the loader's file
 	// names, and `host eval-prefilter` ranks a catalog with the registry
 	// without a daemon. The assembly itself is pkg/host's alone.
-	"cmd/host": {"pkg/host", "pkg/api", "pkg/manifest", "pkg/proc",
+	"cmd/host": {"pkg/host", "pkg/api", "pkg/manifest", "pkg/skillmd", "pkg/proc",
 		"pkg/agent", "pkg/mcp", "pkg/loader", "pkg/registry/..."},
 	"cmd/skillbench": {"internal/bench/..."},
 

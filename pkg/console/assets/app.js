@@ -930,6 +930,175 @@
     }
   }
 
+  // ---- teams -------------------------------------------------------------
+  // The list comes from GET /v1/teams (on load, on Refresh, and when a
+  // followed team stops). The chosen team's log is followed live; each event
+  // refetches the team (debounced), since members, inboxes, tokens and the
+  // lead's answer live in the view, not in every event. A dropped stream
+  // resumes after the last event seen (Last-Event-ID), so nothing is shown
+  // twice or missed.
+  const teams = { selected: null, follow: null };
+
+  async function loadTeams() {
+    let data;
+    try {
+      data = await api('GET', '/v1/teams');
+    } catch (e) {
+      $('team-list').replaceChildren(h('li', { class: 'none error', text: `${e.code}: ${e.message}` }));
+      return;
+    }
+    const items = (data.teams || []).map((t) => h('li', { 'data-team': t.id, 'aria-selected': String(t.id === teams.selected) },
+      h('button', { type: 'button', onclick: () => openTeam(t.id) },
+        h('div', { class: 'tname' }, t.id + ' ', teamBadge(t)),
+        h('div', { class: 'tdesc', text: `lead ${t.lead} · ${t.members.length} members · ${t.tokens_used} tokens` }))));
+    if (!items.length) items.push(h('li', { class: 'none', text: 'No teams yet: host team create, or POST /v1/teams.' }));
+    $('team-list').replaceChildren(...items);
+  }
+
+  const teamBadge = (t) => t.stopped ? badge('s-stopped', 'stopped', t.stop_reason) : badge('s-active', 'running', 'the team runs');
+  const memberStatus = { active: 's-active', idle: 's-pinned', plan_mode: 's-starting', stopping: 's-draining', stopped: 's-stopped' };
+
+  function openTeam(id) {
+    teams.selected = id;
+    for (const li of $('team-list').children) li.setAttribute('aria-selected', String(li.dataset.team === id));
+    if (teams.follow) teams.follow.abort();
+    const ctl = new AbortController();
+    teams.follow = ctl;
+    const view = {
+      id, ctl,
+      status: h('span', { id: 'team-status' }),
+      stop: h('button', { type: 'button', class: 'ghost small', id: 'team-stop', onclick: () => stopTeam(id) }, 'Stop'),
+      conn: h('span', { class: 'muted small', id: 'team-conn' }),
+      members: h('tbody', { id: 'team-members' }),
+      answer: h('div', { class: 'team-answer', id: 'team-answer' }),
+      tasks: h('ul', { class: 'team-tasks', id: 'team-tasks' }),
+      to: h('select', { id: 'team-to', 'aria-label': 'Send to' }),
+      text: h('input', { type: 'text', id: 'team-text', placeholder: 'message as the human', 'aria-label': 'Message' }),
+      events: h('ol', { class: 'timeline run-events', id: 'team-events', 'aria-live': 'polite' }),
+    };
+    const say = h('form', { class: 'search run-say', id: 'team-say', onsubmit: (e) => { e.preventDefault(); sayTeam(view); } },
+      view.to, view.text, h('button', { type: 'submit' }, 'Send'));
+    $('team-detail').replaceChildren(
+      h('div', { class: 'card-head' }, h('h3', { text: id }), view.status, view.conn, view.stop),
+      h('table', { class: 'team-members' }, h('thead', {}, h('tr', {},
+        ['Member', 'Status', 'Inbox', 'Tokens', 'Current task'].map((c) => h('th', { text: c })))), view.members),
+      h('h4', { text: "Lead's latest answer" }), view.answer, view.tasks, say, view.events);
+    loadTeam(view);
+    followTeam(view);
+  }
+
+  // loadTeam fetches the team and redraws the members, the lead's answer,
+  // the task board and the recipients; what is typed is kept.
+  async function loadTeam(view) {
+    let t;
+    try {
+      t = await api('GET', `/v1/teams/${encodeURIComponent(view.id)}`);
+    } catch (e) {
+      if (!view.ctl.signal.aborted) view.conn.textContent = `${e.code}: ${e.message}`;
+      return;
+    }
+    if (view.ctl.signal.aborted) return;
+    view.status.replaceChildren(teamBadge(t));
+    view.stop.hidden = !!t.stopped;
+    view.members.replaceChildren(...t.members.map((m) => h('tr', { 'data-member': m.name },
+      h('td', {}, h('span', { class: 'mono', text: m.name }), m.lead ? [' ', badge('v', 'lead')] : null,
+        m.role ? h('div', { class: 'muted small', text: m.role }) : null),
+      h('td', {}, badge(memberStatus[m.status] || 's-pinned', m.status.replace(/_/g, ' '), 'status'),
+        m.reason ? h('div', { class: 'muted small', text: m.reason + (m.detail ? ': ' + m.detail : '') }) : null),
+      h('td', { class: 'num', 'data-col': 'inbox', text: String(m.inbox_depth) }),
+      h('td', { class: 'num', 'data-col': 'tokens', text: String(m.tokens_used) }),
+      h('td', { class: 'mono small', text: m.current_task || '—' }))));
+    view.answer.textContent = t.answer || '(none yet)';
+    view.tasks.replaceChildren(...(t.tasks || []).map((k) => h('li', { 'data-task': k.id },
+      badge(k.status === 'failed' ? 's-failed' : k.status === 'completed' ? 's-active' : 's-pinned', k.status),
+      ` ${k.id}: ${k.title}`, k.owner ? h('span', { class: 'muted', text: ` (${k.owner})` }) : null)));
+    const names = t.members.filter((m) => m.status !== 'stopped').map((m) => m.name);
+    const want = [...names, ''].join('\n');
+    if (view.to.dataset.names !== want) {
+      // The lead first and chosen at first; a choice made since is kept.
+      const keep = view.to.dataset.names === undefined ? t.lead : view.to.value;
+      view.to.replaceChildren(...names.map((n) => h('option', { value: n, text: n })),
+        h('option', { value: '', text: 'everyone (broadcast)' }));
+      view.to.dataset.names = want;
+      if ([...names, ''].includes(keep)) view.to.value = keep;
+    }
+  }
+
+  // followTeam reads the team log from its first event and, when the
+  // stream drops, reconnects with capped backoff from the last seq seen.
+  async function followTeam(view) {
+    let last = 0;
+    let retry = 0;
+    for (;;) {
+      try {
+        const hdr = { Accept: 'text/event-stream' };
+        if (last) hdr['Last-Event-ID'] = String(last);
+        const res = await fetch(`/v1/teams/${encodeURIComponent(view.id)}/events`, { headers: headers(hdr), cache: 'no-store', signal: view.ctl.signal });
+        if (res.status === 404) { view.conn.textContent = 'no such team'; return; }
+        if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
+        retry = 0;
+        view.conn.textContent = 'live';
+        await readSSE(res, (kind, ev) => {
+          if (kind === 'error') { view.conn.textContent = 'the team log failed: ' + ev.message; return; }
+          if (!(ev.seq > last)) return;
+          last = ev.seq;
+          view.events.prepend(h('li', { 'data-kind': kind, 'data-seq': ev.seq }, h('time', { text: clock(ev.time) }), teamEvent(kind, ev.data || {})));
+          soon(() => loadTeam(view), 'team', 150);
+          soon(loadTeams, 'teams', 500); // the list's tokens and status
+        });
+        throw new Error('the stream ended');
+      } catch (e) {
+        if (view.ctl.signal.aborted) return;
+        const delay = Math.min(15000, 500 * 2 ** retry++);
+        view.conn.textContent = `offline (${e.message}); retrying in ${Math.round(delay / 1000)}s`;
+        await new Promise((r) => setTimeout(r, delay));
+        if (view.ctl.signal.aborted) return;
+      }
+    }
+  }
+
+  // teamEvent renders one event of a team's log (pkg/team's team.* records).
+  function teamEvent(kind, d) {
+    switch (kind) {
+      case 'team.created': return h('div', {}, badge('k-up', 'created'), ` lead ${d.lead && d.lead.name}`, d.budget ? ` · budget ${d.budget} tokens` : '');
+      case 'team.spawned': return h('div', {}, badge('k-up', 'spawned'), ` ${d.name}`, d.role ? h('span', { class: 'muted', text: ` (${d.role})` }) : null, ` by ${d.by}`);
+      case 'team.status':
+        return h('div', {}, h('span', { class: 'mono', text: d.member }), ' → ', badge(memberStatus[d.status] || 's-pinned', d.status.replace(/_/g, ' ')),
+          d.reason ? h('span', { class: 'muted', text: ` ${d.reason}${d.detail ? ': ' + d.detail : ''}` }) : null);
+      case 'team.request': return h('div', { class: 'small', text: `${d.from} asks ${d.to}: ${d.type.replace(/_/g, ' ')} (${d.id})` });
+      case 'team.answered': return h('div', { class: 'small', text: `${d.by} ${d.approve ? 'approves' : 'rejects'} ${d.id}` });
+      case 'team.usage': return h('div', { class: 'muted small', text: `${d.member} used ${d.tokens} tokens` });
+      case 'team.task_created': return h('div', {}, badge('k-up', 'task'), ` ${d.id}: ${d.title} (by ${d.by})`);
+      case 'team.task_claimed': return h('div', { class: 'small', text: `${d.member} claims ${d.id}` + (d.expired ? ` (the lease of ${d.expired} ran out)` : '') });
+      case 'team.task_done':
+        return d.error ? h('div', { class: 'error small', text: `${d.member} fails ${d.id}: ${d.error}` })
+          : h('div', { class: 'small', text: `${d.member} completes ${d.id}` + (d.result ? `: ${d.result}` : '') });
+      case 'team.stopped': return h('div', { class: 'stop' }, h('strong', { text: 'stopped: ' + d.reason }));
+    }
+    return h('div', { class: 'mono small', text: `${kind} ${JSON.stringify(d)}` });
+  }
+
+  async function sayTeam(view) {
+    const text = view.text.value;
+    if (!text) return;
+    const body = view.to.value ? { to: view.to.value, text } : { broadcast: true, text };
+    try {
+      await api('POST', `/v1/teams/${encodeURIComponent(view.id)}/messages`, body);
+      view.text.value = '';
+      soon(() => loadTeam(view), 'team', 150);
+    } catch (e) {
+      notice(`message to team ${view.id}: ${e.code}: ${e.message}`);
+    }
+  }
+
+  async function stopTeam(id) {
+    try {
+      await api('POST', `/v1/teams/${encodeURIComponent(id)}/stop`, { reason: 'stopped from the console' });
+    } catch (e) {
+      notice(`stop team ${id}: ${e.code}: ${e.message}`);
+    }
+  }
+
   // ---- start -------------------------------------------------------------
   function start() {
     initToken();
@@ -940,10 +1109,12 @@
     $('tool-q').addEventListener('input', () => soon(search, 'search', 250));
     $('tool-tags').addEventListener('input', () => soon(search, 'search', 250));
     $('runs-refresh').addEventListener('click', loadRuns);
+    $('teams-refresh').addEventListener('click', loadTeams);
     setInterval(tick, 1000);
     renderTimeline();
     connect();
     loadRuns();
+    loadTeams();
   }
   start();
 })();
