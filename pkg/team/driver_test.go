@@ -214,15 +214,23 @@ func newDriverHarness(t *testing.T, dir string, model *teamModel) *driverHarness
 	return h
 }
 
-// settle waits until every member has nothing to do.
+// settle waits until every member has nothing to do. A turn may spawn
+// members, so it waits again while the team grows: once every member is
+// idle with an empty inbox and none was added meanwhile, nothing is left
+// that could send another message.
 func settle(t *testing.T, tm *Team) {
 	t.Helper()
-	var names []string
-	for _, m := range tm.Members() {
-		names = append(names, m.Name)
-	}
-	if _, err := tm.WaitMembers(context.Background(), names, 20*time.Second); err != nil {
-		t.Fatalf("team did not settle: %v\n%+v", err, tm.Members())
+	for {
+		var names []string
+		for _, m := range tm.Members() {
+			names = append(names, m.Name)
+		}
+		if _, err := tm.WaitMembers(context.Background(), names, 20*time.Second); err != nil {
+			t.Fatalf("team did not settle: %v\n%+v", err, tm.Members())
+		}
+		if len(tm.Members()) == len(names) {
+			return
+		}
 	}
 }
 
