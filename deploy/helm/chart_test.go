@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,7 +62,7 @@ func render(values map[string]any) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
-	return engine.Engine{Strict: true}.Render(ch, vals)
+	return engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, vals)
 }
 
 // decode splits the rendered files into documents and decodes each one
