@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -517,21 +516,19 @@ func checkSecurity(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 	}
 }
 
+// serveFlags lists the flags `host serve -h` prints.
 var serveFlags = sync.OnceValues(func() (map[string]bool, error) {
 	// `host serve -h` prints its flags and exits 0 (flag.ErrHelp).
-	cmd := exec.Command("go", "run", "./cmd/host", "serve", "-h")
-	cmd.Dir = "../.."
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go run ./cmd/host serve -h: %w\n%s", err, out.Bytes())
+	out, err := exec.Command(hostBin, "serve", "-h").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("host serve -h: %w\n%s", err, out)
 	}
 	names := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(out.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
 		names[m[1]] = true
 	}
 	if !names["listen"] || !names["grace"] {
-		return nil, fmt.Errorf("host serve -h lists no --listen or --grace; its output:\n%s", out.Bytes())
+		return nil, fmt.Errorf("host serve -h lists no --listen or --grace; its output:\n%s", out)
 	}
 	return names, nil
 })

@@ -3,6 +3,7 @@ module github.com/skillhost/skillhost/deploy/helm
 go 1.26.0
 
 require (
+	go.uber.org/goleak v1.3.0
 	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
