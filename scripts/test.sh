@@ -25,6 +25,11 @@ staticcheck ./...
 step "go test -race (sdk module)"
 (cd sdk && go test -race -count=1 ./...)
 
+# A module of its own, so that the root module does not depend on Helm and
+# the Kubernetes API types (and ./... above does not descend into it).
+step "deploy/helm chart renders and validates (helm v4 engine, strict decoding into the Kubernetes API types)"
+(cd deploy/helm && go vet ./... && staticcheck ./... && go test -count=1 ./...)
+
 step "browser for the console tests (Debian's chromium)"
 if ! bash scripts/console-test.sh --install-only; then
   echo "test.sh: no Chromium: the browser tests in test/console will skip (run as root, or install chromium)" >&2
