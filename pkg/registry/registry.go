@@ -161,7 +161,7 @@ func (r *Registry) Snapshot() *Snapshot { return r.cur.Load() }
 // Validate checks and compiles a spec without publishing it. The loader calls
 // it to fail a new version before it replaces the serving one.
 func Validate(spec SkillSpec) error {
-	_, err := compileSkill(spec)
+	_, err := compileSkill(spec, nil)
 	return err
 }
 
@@ -170,7 +170,10 @@ func Validate(spec SkillSpec) error {
 // none), which the caller then drains. Put validates first: on error nothing
 // changes.
 func (r *Registry) Put(spec SkillSpec) (old Backend, err error) {
-	e, err := compileSkill(spec)
+	// The serving version's compiled schemas, read without the writer's
+	// lock: a concurrent Put only makes the reuse miss, as reuse is keyed
+	// on the schema's exact bytes.
+	e, err := compileSkill(spec, r.cur.Load().skills[spec.Name])
 	if err != nil {
 		return nil, err
 	}

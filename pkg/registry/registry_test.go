@@ -413,3 +413,42 @@ func TestOnCallNamesToolOneWay(t *testing.T) {
 		t.Fatalf("OnCall saw %v, want %v", got, want)
 	}
 }
+
+// TestPutReusesUnchangedSchemas: a new version whose tool schema is the same
+// bytes takes the serving version's compiled schema; a changed schema is
+// compiled afresh and checked, so a bad one is still refused.
+func TestPutReusesUnchangedSchemas(t *testing.T) {
+	r := New(Config{})
+	if _, err := r.Put(spec("calc", "1.0.0", &memBackend{version: "1.0.0"}, "add", "sub")); err != nil {
+		t.Fatal(err)
+	}
+	v1add, _ := r.Snapshot().Tool("calc.add")
+	v1sub, _ := r.Snapshot().Tool("calc.sub")
+
+	next := spec("calc", "1.1.0", &memBackend{version: "1.1.0"}, "add", "sub")
+	next.Tools[0].Description = "adds, described anew"
+	next.Tools[1].InputSchema = json.RawMessage(`{"type":"object","properties":{"m":{"type":"string"}},"required":["m"]}`)
+	if _, err := r.Put(next); err != nil {
+		t.Fatal(err)
+	}
+	v2add, _ := r.Snapshot().Tool("calc.add")
+	v2sub, _ := r.Snapshot().Tool("calc.sub")
+	if v2add.schema != v1add.schema || v2add.fast != v1add.fast {
+		t.Error("an unchanged input schema was compiled again")
+	}
+	if v2sub.schema == v1sub.schema {
+		t.Error("a changed input schema kept the old compiled one")
+	}
+	if _, err := r.Invoke(context.Background(), "calc.sub", []byte(`{"n":1}`)); AsError(err).Code != CodeInvalidArguments {
+		t.Errorf("the new schema does not judge the call: %v", err)
+	}
+	if _, err := r.Invoke(context.Background(), "calc.add", []byte(`{"n":1}`)); err != nil {
+		t.Errorf("the reused schema refused a good call: %v", err)
+	}
+
+	bad := spec("calc", "1.2.0", &memBackend{version: "1.2.0"}, "add", "sub")
+	bad.Tools[1].InputSchema = json.RawMessage(`{"type":"array"}`)
+	if _, err := r.Put(bad); err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("a changed, invalid schema was accepted: %v", err)
+	}
+}

@@ -165,7 +165,18 @@ func checkObjectSchema(raw json.RawMessage) error {
 // compileSkill validates a spec and builds its entry, outside any lock
 // (schema compilation is the expensive part of a swap). Every problem is
 // reported, joined.
-func compileSkill(spec SkillSpec) (*skillEntry, error) {
+// compileSkill checks spec and compiles its tools' schemas. prev is the
+// version that serves now, or nil: a tool whose schema bytes have not
+// changed takes its compiled schemas from prev, since compiling them is
+// most of a publish's cost and a hot reload usually changes code, not
+// schemas. A compiled schema is never modified, so sharing it is safe.
+func compileSkill(spec SkillSpec, prev *skillEntry) (*skillEntry, error) {
+	before := map[string]*Tool{}
+	if prev != nil {
+		for _, t := range prev.tools {
+			before[t.local] = t
+		}
+	}
 	var errs []error
 	if !ValidName(spec.Name) {
 		errs = append(errs, fmt.Errorf("skill name %q must match %s", spec.Name, nameRE))
@@ -194,20 +205,27 @@ func compileSkill(spec SkillSpec) (*skillEntry, error) {
 		if strings.TrimSpace(ts.Description) == "" {
 			terrs = append(terrs, errors.New("description is empty"))
 		}
+		was := before[ts.Name]
 		var schema *jsonschema.Schema
-		if err := checkObjectSchema(ts.InputSchema); err != nil {
+		var fast *fastSchema
+		if was != nil && was.schema != nil && bytes.Equal(was.InputSchema, ts.InputSchema) {
+			schema, fast = was.schema, was.fast
+		} else if err := checkObjectSchema(ts.InputSchema); err != nil {
 			terrs = append(terrs, err)
 		} else if s, err := compileSchema("skillhost:///"+spec.Name+"/"+ts.Name+"/input.json", ts.InputSchema); err != nil {
 			terrs = append(terrs, fmt.Errorf("input schema does not compile: %w", err))
 		} else {
-			schema = s
+			schema, fast = s, compileFast(ts.InputSchema)
 		}
 		var out *jsonschema.Schema
+		var outFast *fastSchema
 		if len(ts.OutputSchema) > 0 {
-			if s, err := compileSchema("skillhost:///"+spec.Name+"/"+ts.Name+"/output.json", ts.OutputSchema); err != nil {
+			if was != nil && was.outSchema != nil && bytes.Equal(was.OutputSchema, ts.OutputSchema) {
+				out, outFast = was.outSchema, was.outFast
+			} else if s, err := compileSchema("skillhost:///"+spec.Name+"/"+ts.Name+"/output.json", ts.OutputSchema); err != nil {
 				terrs = append(terrs, fmt.Errorf("output schema does not compile: %w", err))
 			} else {
-				out = s
+				out, outFast = s, compileFast(ts.OutputSchema)
 			}
 		}
 		if len(terrs) > 0 {
@@ -219,10 +237,10 @@ func compileSkill(spec SkillSpec) (*skillEntry, error) {
 			Name: Qualified(spec.Name, ts.Name), LLMName: LLMName(spec.Name, ts.Name),
 			Description: ts.Description, InputSchema: ts.InputSchema, OutputSchema: ts.OutputSchema,
 			Tags: mergeTags(normTags(ts.Tags), e.tags), Annotations: ts.Annotations,
-			local: ts.Name, schema: schema, fast: compileFast(ts.InputSchema), skill: e,
+			local: ts.Name, schema: schema, fast: fast, skill: e,
 		}
 		if out != nil {
-			t.outSchema, t.outFast = out, compileFast(ts.OutputSchema)
+			t.outSchema, t.outFast = out, outFast
 		}
 		e.tools = append(e.tools, t)
 	}
